@@ -1,0 +1,91 @@
+# coil — see README.md. `make` builds ./coil, `make check` runs every test.
+PREFIX ?= /usr/local
+DESTDIR ?=
+CC ?= cc
+# Debian's python3.11 only: never a python found on PATH (pyenv etc.).
+PY_PKG := PKG_CONFIG_LIBDIR=/usr/lib/x86_64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config python3-embed
+PKGS := libseccomp libcap yajl mount
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(shell $(PY_PKG) --cflags 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(shell $(PY_PKG) --libs 2>/dev/null)
+VERSION := 0.1.0
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+        -Wformat=2 -Wno-format-nonliteral -Wvla
+CFLAGS ?= -O2 -g
+ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -DCOIL_VERSION='"$(VERSION)"' \
+              -Iruntime -Isandbox $(PKG_CFLAGS)
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+RUNTIME_SRC := $(sort $(wildcard runtime/*.c))
+SANDBOX_SRC := $(sort $(wildcard sandbox/*.c))
+CMD_SRC := $(sort $(wildcard cmd/*.c))
+LIB_SRC := $(RUNTIME_SRC) $(SANDBOX_SRC)
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+
+OBJ := $(patsubst %.c,build/%.o,$(LIB_SRC) $(CMD_SRC))
+LIB_OBJ := $(patsubst %.c,build/%.o,$(LIB_SRC))
+ASAN_OBJ := $(patsubst %.c,build-asan/%.o,$(LIB_SRC) $(CMD_SRC))
+ASAN_LIB_OBJ := $(patsubst %.c,build-asan/%.o,$(LIB_SRC))
+UNIT_BIN := $(patsubst tests/unit/%.c,build/tests/%,$(UNIT_SRC))
+UNIT_ASAN_BIN := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_SRC))
+
+.PHONY: all deps check check-unit check-integration check-asan demo install clean bench format
+
+all: coil
+
+coil: $(OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $(OBJ) $(PKG_LIBS)
+
+coil-asan: $(ASAN_OBJ)
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -o $@ $(ASAN_OBJ) $(PKG_LIBS)
+
+build/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+build-asan/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -MMD -MP -c -o $@ $<
+
+build/tests/%: tests/unit/%.c $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(LIB_OBJ) $(PKG_LIBS)
+
+build-asan/tests/%: tests/unit/%.c $(ASAN_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Itests/unit -o $@ $< $(ASAN_LIB_OBJ) $(PKG_LIBS)
+
+-include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d)
+
+# Installs the Debian packages the build and tests need, only when missing.
+deps:
+	@.ci/install-deps.sh
+
+unit: $(UNIT_BIN)
+unit-asan: $(UNIT_ASAN_BIN)
+
+# Every test, plain and sanitizer builds; ends with "N passed, M failed".
+check: deps
+	$(MAKE) coil coil-asan unit unit-asan
+	tests/run-all.sh
+
+check-asan: deps
+	$(MAKE) coil-asan unit-asan
+	COIL_TEST_VARIANTS=asan tests/run-all.sh
+
+demo: deps
+	$(MAKE) coil
+	tests/demo.sh
+
+bench: coil
+	tests/bench/run.sh
+
+install: coil
+	install -D -m 0755 coil $(DESTDIR)$(PREFIX)/bin/coil
+	install -D -m 0644 config.schema.json $(DESTDIR)$(PREFIX)/share/coil/config.schema.json
+
+format:
+	clang-format -i $(LIB_SRC) $(CMD_SRC) $(wildcard runtime/*.h sandbox/*.h cmd/*.h) $(UNIT_SRC)
+
+clean:
+	rm -rf build build-asan coil coil-asan tests/.build

@@ -1,0 +1,26 @@
+/* process.capabilities through libcap: names parsed in the parent, the five
+ * sets and the bounding set applied in the child. */
+#ifndef COIL_CAPS_H
+#define COIL_CAPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "error.h"
+
+struct coil_caps {
+  bool configured;                  /* process.capabilities present */
+  uint64_t sets[COIL_CAP_SET_COUNT]; /* bit n = capability number n */
+};
+
+/* Unknown names are skipped with a warning (runc does the same). */
+int caps_parse(const struct coil_process *p, struct coil_caps *out,
+               struct coil_error *err);
+
+/* Drops the bounding set to sets[BOUNDING], then sets effective, permitted
+ * and inheritable, then the ambient set. Without a configured set all
+ * capabilities are dropped. */
+int caps_apply(const struct coil_caps *c, struct coil_error *err);
+
+#endif

@@ -1,0 +1,53 @@
+/* One interface over the cgroup v2 and v1 drivers. The driver is chosen per
+ * controller by what the host offers: a controller listed in the unified
+ * hierarchy's cgroup.controllers is driven through v2, otherwise through its
+ * v1 mount (hybrid hosts: v1 controllers + cgroup2 at <root>/unified). */
+#ifndef COIL_CGROUP_H
+#define COIL_CGROUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "error.h"
+
+struct coil_cgroup;
+
+/* Where to look; tests point these at a fake tree. NULL fields take the
+ * real defaults ("/sys/fs/cgroup", "/proc/self/cgroup"). */
+struct coil_cgroup_env {
+  const char *fs_root;
+  const char *proc_self_cgroup;
+};
+
+/* Creates the container's cgroup in every hierarchy coil uses and writes the
+ * limits. cgroups_path: absolute = used as given below each hierarchy root;
+ * relative or NULL (then `id`) = nested under "coil/" inside the cgroup this
+ * process is in, per controller. On failure nothing created is left behind. */
+int cgroup_create(const struct coil_cgroup_env *env, const char *cgroups_path,
+                  const char *id, const struct coil_resources *res,
+                  struct coil_cgroup **out, struct coil_error *err);
+
+/* Moves pid into the container's cgroup in every hierarchy. */
+int cgroup_enter(const struct coil_cgroup *cg, pid_t pid, struct coil_error *err);
+
+/* The pids currently in the container's cgroup (for kill --all). */
+int cgroup_pids(const struct coil_cgroup *cg, pid_t **pids, size_t *n,
+                struct coil_error *err);
+
+/* True when the memory controller recorded an OOM kill in this cgroup. */
+bool cgroup_oom_killed(const struct coil_cgroup *cg);
+
+/* Removes every directory cgroup_create made (waits briefly for the
+ * kernel to release dying tasks); also removes an empty "coil" parent. */
+int cgroup_destroy(const struct coil_cgroup *cg, struct coil_error *err);
+
+/* A one-line text form for state.json, and back. */
+char *cgroup_serialize(const struct coil_cgroup *cg);
+int cgroup_deserialize(const char *text, struct coil_cgroup **out,
+                       struct coil_error *err);
+
+void cgroup_free(struct coil_cgroup *cg);
+
+#endif

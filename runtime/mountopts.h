@@ -1,0 +1,28 @@
+/* A mount's "options" array turned into mount(2) arguments with libmount's
+ * Linux option map. Side-effect free: unit-tested without privileges. */
+#ifndef COIL_MOUNTOPTS_H
+#define COIL_MOUNTOPTS_H
+
+#include <stdbool.h>
+
+#include "config.h"
+#include "error.h"
+
+struct coil_mount_opts {
+  unsigned long flags;       /* MS_* except propagation and MS_REC of bind */
+  unsigned long clear;       /* MS_* explicitly negated ("rw", "suid", ...) */
+  unsigned long propagation; /* MS_SHARED|MS_SLAVE|MS_PRIVATE|MS_UNBINDABLE, 0 = none */
+  bool bind;                 /* "bind" or "rbind" */
+  bool recursive;            /* "rbind" or an "r"-prefixed propagation */
+  char *data;                /* fs-specific options ("size=64k,mode=755"), or NULL */
+};
+
+/* field names the mount for error messages, e.g. "mounts[2]". */
+int mountopts_parse(const struct coil_strv *options, const char *field,
+                    struct coil_mount_opts *out, struct coil_error *err);
+void mountopts_free(struct coil_mount_opts *o);
+
+/* "rprivate" etc. (for linux.rootfsPropagation) to MS_* flags; -1 when unknown. */
+int mountopts_propagation(const char *name, unsigned long *flags);
+
+#endif

@@ -1,0 +1,30 @@
+/* The container's filesystem view, built inside its new mount namespace:
+ * config mounts in order, devices, pivot_root, masked and read-only paths. */
+#ifndef COIL_ROOTFS_H
+#define COIL_ROOTFS_H
+
+#include <stdbool.h>
+
+#include "config.h"
+#include "error.h"
+
+struct coil_rootfs_opts {
+  const char *rootfs; /* absolute host path of root.path */
+  bool userns;        /* in a new user namespace: bind devices, never mknod */
+};
+
+/* Before pivot_root: makes / private (or rootfsPropagation), bind-mounts the
+ * rootfs onto itself, applies cfg->mounts in order (destinations resolved
+ * inside the rootfs, never through a symlink out of it), creates the default
+ * and configured devices and /dev symlinks. */
+int rootfs_prepare(const struct coil_config *cfg,
+                   const struct coil_rootfs_opts *o, struct coil_error *err);
+
+/* pivot_root into o->rootfs and detach the old root (never chroot). */
+int rootfs_pivot(const struct coil_rootfs_opts *o, struct coil_error *err);
+
+/* After pivot_root: masked paths, read-only paths, rootfs propagation and
+ * the read-only root remount. */
+int rootfs_finalize(const struct coil_config *cfg, struct coil_error *err);
+
+#endif
