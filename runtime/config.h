@@ -11,6 +11,8 @@
 
 #include "error.h"
 
+/* v[n] is always NULL (v itself may be NULL when n == 0), so args and env
+ * can go to execve directly. */
 struct coil_strv {
   char **v;
   size_t n;

@@ -25,13 +25,17 @@ int coil_error_sys(struct coil_error *e, int err, const char *fmt, ...) {
 }
 
 int coil_error_prefix(struct coil_error *e, const char *fmt, ...) {
-  char prefix[512];
-  char old[sizeof e->msg];
+  char joined[2 * sizeof e->msg];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(prefix, sizeof prefix, fmt, ap);
+  int n = vsnprintf(joined, sizeof e->msg, fmt, ap);
   va_end(ap);
-  memcpy(old, e->msg, sizeof old);
-  snprintf(e->msg, sizeof e->msg, "%s: %s", prefix, old);
+  if (n < 0)
+    return -1;
+  if ((size_t)n >= sizeof e->msg)
+    n = (int)sizeof e->msg - 1;
+  snprintf(joined + n, sizeof joined - (size_t)n, ": %s", e->msg);
+  memcpy(e->msg, joined, sizeof e->msg - 1);
+  e->msg[sizeof e->msg - 1] = '\0';
   return -1;
 }
