@@ -11,9 +11,10 @@
 struct coil_mount_opts {
   unsigned long flags;       /* MS_* except propagation and MS_REC of bind */
   unsigned long clear;       /* MS_* explicitly negated ("rw", "suid", ...) */
-  unsigned long propagation; /* MS_SHARED|MS_SLAVE|MS_PRIVATE|MS_UNBINDABLE, 0 = none */
+  unsigned long propagation; /* MS_SHARED|MS_SLAVE|MS_PRIVATE|MS_UNBINDABLE,
+                                with MS_REC for "rshared" etc.; 0 = none */
   bool bind;                 /* "bind" or "rbind" */
-  bool recursive;            /* "rbind" or an "r"-prefixed propagation */
+  bool recursive;            /* "rbind" only (Docker writes "bind","rprivate") */
   char *data;                /* fs-specific options ("size=64k,mode=755"), or NULL */
 };
 

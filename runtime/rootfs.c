@@ -1,0 +1,613 @@
+#include "rootfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libmount.h>
+#include <linux/openat2.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "log.h"
+#include "mountopts.h"
+
+/* glibc 2.36 lacks it; the kernel reports it since 5.10. */
+#ifndef ST_NOSYMFOLLOW
+#define ST_NOSYMFOLLOW 0x2000
+#endif
+
+#define ATIME_FLAGS (MS_NOATIME | MS_NODIRATIME | MS_RELATIME | MS_STRICTATIME)
+/* The flags a bind remount changes; the rest belong to the superblock. */
+#define PER_MOUNT_FLAGS                                                        \
+  (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOSYMFOLLOW | ATIME_FLAGS)
+
+#define FD_PATH_MAX 32
+
+static void mountopts_freep(struct coil_mount_opts *o) { mountopts_free(o); }
+#define cleanup_mountopts __attribute__((cleanup(mountopts_freep)))
+
+/* Mounting onto the fd's magic link mounts exactly what openat2 resolved,
+ * with no second path walk that a symlink swap could redirect. */
+static const char *fd_path(char *buf, int fd) {
+  snprintf(buf, FD_PATH_MAX, "/proc/self/fd/%d", fd);
+  return buf;
+}
+
+/* Opens path inside the rootfs with every step confined to it: "..", and
+ * absolute symlinks such as "etc -> /../../etc" resolve against the rootfs,
+ * never the host. Magic links (/proc/self/root, once a proc is mounted in
+ * the rootfs) would escape, so they are refused. */
+static int open_in_root(int rootfd, const char *path, int flags) {
+  struct open_how how = {
+      .flags = (uint64_t)(flags | O_CLOEXEC),
+      .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+  };
+  return (int)syscall(SYS_openat2, rootfd, path, &how, sizeof how);
+}
+
+/* "a/b/c" -> parent "a/b", leaf "c", pointing into the returned copy
+ * (parent may be the literal "/"). */
+static char *split_path(const char *path, const char **parent,
+                        const char **leaf) {
+  char *copy = strdup(path);
+  if (!copy)
+    return NULL;
+  size_t len = strlen(copy);
+  while (len > 1 && copy[len - 1] == '/')
+    copy[--len] = '\0';
+  char *slash = strrchr(copy, '/');
+  if (!slash) {
+    *parent = "/";
+    *leaf = copy;
+  } else {
+    *slash = '\0';
+    *parent = slash == copy ? "/" : copy;
+    *leaf = slash + 1;
+  }
+  return copy;
+}
+
+/* mkdir -p inside the rootfs; returns an O_PATH fd of the directory. Each
+ * prefix is resolved from the rootfs again, so a symlink met on the way is
+ * followed inside the rootfs and the new directory is made where it leads. */
+static int mkdir_in_root(int rootfd, const char *path, struct coil_error *err) {
+  int fd = open_in_root(rootfd, path, O_PATH | O_DIRECTORY);
+  if (fd >= 0)
+    return fd;
+  if (errno != ENOENT)
+    return coil_error_sys(err, errno, "resolve %s in rootfs", path);
+
+  cleanup_free char *buf = strdup(path);
+  if (!buf)
+    return coil_error_sys(err, ENOMEM, "%s", path);
+  cleanup_close int dir = open_in_root(rootfd, "/", O_PATH | O_DIRECTORY);
+  if (dir < 0)
+    return coil_error_sys(err, errno, "open rootfs");
+  char *p = buf;
+  for (;;) {
+    p += strspn(p, "/");
+    if (!*p)
+      break;
+    char *end = p + strcspn(p, "/");
+    char saved = *end;
+    *end = '\0';
+    int next = open_in_root(rootfd, buf, O_PATH | O_DIRECTORY);
+    if (next < 0 && errno == ENOENT) {
+      if (mkdirat(dir, p, 0755) < 0 && errno != EEXIST)
+        return coil_error_sys(err, errno, "mkdir %s in rootfs", buf);
+      next = open_in_root(rootfd, buf, O_PATH | O_DIRECTORY);
+      if (next < 0 && errno == ENOENT)
+        return coil_error_set(
+            err, ENOENT, "%s in rootfs is a symlink to a missing target", buf);
+    }
+    if (next < 0)
+      return coil_error_sys(err, errno, "resolve %s in rootfs", buf);
+    close(dir);
+    dir = next;
+    *end = saved;
+    p = end;
+  }
+  return steal_fd(dir);
+}
+
+/* O_PATH fd of a mount target inside the rootfs, created when missing (with
+ * its parents): a directory, or an empty file to bind a non-directory on. */
+static int open_target(int rootfd, const char *path, bool dir,
+                       struct coil_error *err) {
+  int fd = open_in_root(rootfd, path, O_PATH);
+  if (fd >= 0)
+    return fd;
+  if (errno != ENOENT)
+    return coil_error_sys(err, errno, "resolve %s in rootfs", path);
+
+  const char *parent, *leaf;
+  cleanup_free char *copy = split_path(path, &parent, &leaf);
+  if (!copy)
+    return coil_error_sys(err, ENOMEM, "%s", path);
+  cleanup_close int pfd = mkdir_in_root(rootfd, parent, err);
+  if (pfd < 0)
+    return -1;
+  if (dir) {
+    if (mkdirat(pfd, leaf, 0755) < 0 && errno != EEXIST)
+      return coil_error_sys(err, errno, "mkdir %s in rootfs", path);
+  } else {
+    int f = openat(pfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (f < 0 && errno != EEXIST)
+      return coil_error_sys(err, errno, "create %s in rootfs", path);
+    if (f >= 0)
+      close(f);
+  }
+  fd = open_in_root(rootfd, path, O_PATH);
+  if (fd < 0 && errno == ENOENT)
+    return coil_error_set(
+        err, ENOENT, "%s in rootfs is a symlink to a missing target", path);
+  if (fd < 0)
+    return coil_error_sys(err, errno, "resolve %s in rootfs", path);
+  return fd;
+}
+
+/* In a user namespace the kernel locks the ro, nosuid, nodev and noexec
+ * flags a mount had when it was inherited from the more privileged
+ * namespace: a remount that drops one fails with EPERM. So a remount keeps
+ * the flags the mount has now, except those the config clears explicitly
+ * (nosymfollow is not locked, but a bind should not lose it either). The
+ * atime mode, always locked, is kept by the kernel itself when the remount
+ * names no atime flag. */
+static const struct {
+  unsigned long st, ms;
+} kept_flags[] = {
+    {ST_RDONLY, MS_RDONLY},
+    {ST_NOSUID, MS_NOSUID},
+    {ST_NODEV, MS_NODEV},
+    {ST_NOEXEC, MS_NOEXEC},
+    {ST_NOSYMFOLLOW, MS_NOSYMFOLLOW},
+};
+
+static int remount_bind(const char *path, unsigned long set,
+                        unsigned long clear, struct coil_error *err) {
+  struct statvfs sv;
+  if (statvfs(path, &sv) < 0)
+    return coil_error_sys(err, errno, "statvfs");
+  unsigned long cur = 0;
+  for (size_t i = 0; i < sizeof kept_flags / sizeof kept_flags[0]; i++)
+    if (sv.f_flag & kept_flags[i].st)
+      cur |= kept_flags[i].ms;
+
+  set &= PER_MOUNT_FLAGS;
+  unsigned long want = (cur & ~clear) | set;
+  if (want == cur && !(set & ATIME_FLAGS))
+    return 0;
+  if (mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | want, NULL) < 0) {
+    if (errno == EPERM)
+      return coil_error_sys(err, EPERM,
+                            "remount (a mount inherited from a more privileged "
+                            "namespace keeps its ro/nosuid/nodev/noexec and "
+                            "atime flags)");
+    return coil_error_sys(err, errno, "remount");
+  }
+  return 0;
+}
+
+static int set_propagation(const char *path, unsigned long prop,
+                           struct coil_error *err) {
+  if (prop && mount(NULL, path, NULL, prop, NULL) < 0)
+    return coil_error_sys(err, errno, "set propagation");
+  return 0;
+}
+
+/* Remount and propagation act on the mount now on top of the target, which
+ * the fd opened before mounting does not see: resolve the path again. */
+static int finish_mount(int rootfd, const char *dest,
+                        const struct coil_mount_opts *o, bool remount,
+                        unsigned long set, struct coil_error *err) {
+  if (!remount && !o->propagation)
+    return 0;
+  char buf[FD_PATH_MAX];
+  cleanup_close int top = open_in_root(rootfd, dest, O_PATH);
+  if (top < 0)
+    return coil_error_sys(err, errno, "resolve %s in rootfs", dest);
+  fd_path(buf, top);
+  if (remount && remount_bind(buf, set, o->clear, err) < 0)
+    return -1;
+  return set_propagation(buf, o->propagation, err);
+}
+
+static int mount_bind(int rootfd, const struct coil_mount *m,
+                      const struct coil_mount_opts *o, struct coil_error *err) {
+  char buf[FD_PATH_MAX];
+  struct stat st;
+  if (!m->source)
+    return coil_error_set(err, EINVAL, "bind mount without a source");
+  if (stat(m->source, &st) < 0)
+    return coil_error_sys(err, errno, "source %s", m->source);
+  cleanup_close int target =
+      open_target(rootfd, m->destination, S_ISDIR(st.st_mode), err);
+  if (target < 0)
+    return -1;
+  unsigned long flags = MS_BIND | (o->recursive ? MS_REC : 0);
+  if (mount(m->source, fd_path(buf, target), NULL, flags, NULL) < 0) {
+    if (errno == EINVAL && !o->recursive)
+      return coil_error_sys(err, EINVAL,
+                            "bind %s (in a user namespace, a source with "
+                            "mounts beneath it needs \"rbind\")",
+                            m->source);
+    return coil_error_sys(err, errno, "bind %s", m->source);
+  }
+  /* A bind ignores every flag but MS_REC: the rest needs a remount. */
+  bool remount = (o->flags & PER_MOUNT_FLAGS) || o->clear;
+  return finish_mount(rootfd, m->destination, o, remount, o->flags, err);
+}
+
+/* sysfs may only be mounted in a user namespace that owns the network
+ * namespace; without one, rootless runtimes show the host's /sys read-only. */
+static int bind_host_sysfs(int rootfd, const struct coil_mount *m,
+                           const struct coil_mount_opts *o, const char *target,
+                           struct coil_error *err) {
+  if (mount("/sys", target, NULL, MS_BIND | MS_REC, NULL) < 0)
+    return coil_error_sys(err, errno, "bind /sys");
+  log_warn("%s: mounting sysfs is not permitted (no network namespace of "
+           "the container's user namespace); bound the host's /sys "
+           "read-only instead",
+           m->destination);
+  return finish_mount(rootfd, m->destination, o, true, o->flags | MS_RDONLY,
+                      err);
+}
+
+static int mount_fs(int rootfd, const struct coil_mount *m,
+                    const struct coil_mount_opts *o, struct coil_error *err) {
+  char buf[FD_PATH_MAX];
+  const char *type = m->type;
+  /* coil mounts the unified hierarchy for "cgroup": on a hybrid host (v1
+   * controllers) the container sees cgroup2 without those controllers,
+   * never the host's v1 hierarchies. */
+  if (strcmp(type, "cgroup") == 0)
+    type = "cgroup2";
+  const char *source = m->source ? m->source : type;
+
+  cleanup_close int target = open_target(rootfd, m->destination, true, err);
+  if (target < 0)
+    return -1;
+  if (mount(source, fd_path(buf, target), type, o->flags, o->data) < 0) {
+    if (errno == EPERM && strcmp(type, "sysfs") == 0)
+      return bind_host_sysfs(rootfd, m, o, buf, err);
+    return coil_error_sys(err, errno, "mount %s", type);
+  }
+  return finish_mount(rootfd, m->destination, o, false, 0, err);
+}
+
+static int apply_mount(int rootfd, const struct coil_mount *m,
+                       const struct coil_mount_opts *o,
+                       struct coil_error *err) {
+  if (o->bind || (m->type && strcmp(m->type, "bind") == 0))
+    return mount_bind(rootfd, m, o, err);
+  if (!m->type)
+    return coil_error_set(err, EINVAL, "no type and no bind option");
+  return mount_fs(rootfd, m, o, err);
+}
+
+static int apply_mounts(int rootfd, const struct coil_config *cfg,
+                        struct coil_error *err) {
+  for (size_t i = 0; i < cfg->n_mounts; i++) {
+    const struct coil_mount *m = &cfg->mounts[i];
+    char field[32];
+    cleanup_mountopts struct coil_mount_opts o = {0};
+    snprintf(field, sizeof field, "mounts[%zu]", i);
+    if (mountopts_parse(&m->options, field, &o, err) < 0)
+      return -1;
+    if (apply_mount(rootfd, m, &o, err) < 0)
+      return coil_error_prefix(err, "%s (%s)", field, m->destination);
+  }
+  return 0;
+}
+
+struct dev_spec {
+  const char *path;
+  mode_t type; /* S_IFCHR, S_IFBLK or S_IFIFO */
+  unsigned int major, minor;
+  mode_t mode;
+  uid_t uid;
+  gid_t gid;
+};
+
+static const struct dev_spec default_devices[] = {
+    {"/dev/null", S_IFCHR, 1, 3, 0666, 0, 0},
+    {"/dev/zero", S_IFCHR, 1, 5, 0666, 0, 0},
+    {"/dev/full", S_IFCHR, 1, 7, 0666, 0, 0},
+    {"/dev/random", S_IFCHR, 1, 8, 0666, 0, 0},
+    {"/dev/urandom", S_IFCHR, 1, 9, 0666, 0, 0},
+    {"/dev/tty", S_IFCHR, 5, 0, 0666, 0, 0},
+};
+
+static const struct {
+  const char *name, *target;
+} dev_links[] = {
+    {"fd", "/proc/self/fd"},
+    {"stdin", "/proc/self/fd/0"},
+    {"stdout", "/proc/self/fd/1"},
+    {"stderr", "/proc/self/fd/2"},
+};
+
+static int mknod_device(int rootfd, const struct dev_spec *d,
+                        struct coil_error *err) {
+  const char *parent, *leaf;
+  cleanup_free char *copy = split_path(d->path, &parent, &leaf);
+  if (!copy)
+    return coil_error_sys(err, ENOMEM, "%s", d->path);
+  cleanup_close int dir = mkdir_in_root(rootfd, parent, err);
+  if (dir < 0)
+    return -1;
+  dev_t rdev = d->type == S_IFIFO ? 0 : makedev(d->major, d->minor);
+  if (mknodat(dir, leaf, d->type | 0600, rdev) < 0) {
+    struct stat st;
+    if (errno != EEXIST)
+      return coil_error_sys(err, errno, "mknod %s", d->path);
+    if (fstatat(dir, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+      return coil_error_sys(err, errno, "stat %s", d->path);
+    /* The image may ship a placeholder (often a regular file): replace it. */
+    if ((st.st_mode & S_IFMT) != d->type || st.st_rdev != rdev) {
+      if (unlinkat(dir, leaf, 0) < 0)
+        return coil_error_sys(err, errno, "replace %s", d->path);
+      if (mknodat(dir, leaf, d->type | 0600, rdev) < 0)
+        return coil_error_sys(err, errno, "mknod %s", d->path);
+    }
+  }
+  /* Explicitly, so that the umask does not narrow the configured mode. */
+  if (fchownat(dir, leaf, d->uid, d->gid, AT_SYMLINK_NOFOLLOW) < 0)
+    return coil_error_sys(err, errno, "chown %s", d->path);
+  if (fchmodat(dir, leaf, d->mode & 07777, 0) < 0)
+    return coil_error_sys(err, errno, "chmod %s", d->path);
+  return 0;
+}
+
+static int check_host_device(const struct dev_spec *d, struct coil_error *err) {
+  struct stat st;
+  if (stat(d->path, &st) < 0)
+    return coil_error_sys(err, errno, "host device %s", d->path);
+  if ((st.st_mode & S_IFMT) != d->type ||
+      st.st_rdev != makedev(d->major, d->minor))
+    return coil_error_set(err, EINVAL, "host %s is not device %u:%u", d->path,
+                          d->major, d->minor);
+  return 0;
+}
+
+/* Without CAP_MKNOD over the rootfs (a user namespace), the host's node of
+ * the same path is bound onto an empty file instead. */
+static int bind_device(int rootfd, const struct dev_spec *d, bool required,
+                       struct coil_error *err) {
+  char buf[FD_PATH_MAX];
+  if (check_host_device(d, err) < 0) {
+    if (required)
+      return -1;
+    log_warn("%s; not created", err->msg);
+    return 0;
+  }
+  cleanup_close int target = open_target(rootfd, d->path, false, err);
+  if (target < 0)
+    return -1;
+  if (mount(d->path, fd_path(buf, target), NULL, MS_BIND, NULL) < 0)
+    return coil_error_sys(err, errno, "bind %s", d->path);
+  return 0;
+}
+
+static int create_device(int rootfd, const struct dev_spec *d, bool userns,
+                         bool required, struct coil_error *err) {
+  /* A fifo needs no privilege, so it is made even in a user namespace. */
+  if (d->type == S_IFIFO || !userns) {
+    if (mknod_device(rootfd, d, err) == 0)
+      return 0;
+    if (err->err != EPERM || d->type == S_IFIFO)
+      return -1;
+    log_debug("%s: mknod not permitted; binding the host's node", d->path);
+  }
+  return bind_device(rootfd, d, required, err);
+}
+
+static int device_spec(const struct coil_device *cd, struct dev_spec *d,
+                       struct coil_error *err) {
+  if (!cd->type)
+    return coil_error_set(err, EINVAL, "missing type");
+  if (strcmp(cd->type, "c") == 0 || strcmp(cd->type, "u") == 0)
+    d->type = S_IFCHR;
+  else if (strcmp(cd->type, "b") == 0)
+    d->type = S_IFBLK;
+  else if (strcmp(cd->type, "p") == 0)
+    d->type = S_IFIFO;
+  else
+    return coil_error_set(err, EINVAL, "unknown type \"%s\"", cd->type);
+  d->path = cd->path;
+  d->major = (unsigned int)cd->major;
+  d->minor = (unsigned int)cd->minor;
+  d->mode = cd->has_file_mode ? cd->file_mode : 0666;
+  d->uid = cd->has_uid ? cd->uid : 0;
+  d->gid = cd->has_gid ? cd->gid : 0;
+  return 0;
+}
+
+static bool configured_device(const struct coil_linux *lnx, const char *path) {
+  for (size_t i = 0; i < lnx->n_devices; i++)
+    if (lnx->devices[i].path && strcmp(lnx->devices[i].path, path) == 0)
+      return true;
+  return false;
+}
+
+static int create_devices(int rootfd, const struct coil_config *cfg,
+                          bool userns, struct coil_error *err) {
+  const struct coil_linux *lnx = &cfg->lnx;
+  for (size_t i = 0; i < sizeof default_devices / sizeof default_devices[0];
+       i++) {
+    const struct dev_spec *d = &default_devices[i];
+    if (!configured_device(lnx, d->path) &&
+        create_device(rootfd, d, userns, false, err) < 0)
+      return -1;
+  }
+  for (size_t i = 0; i < lnx->n_devices; i++) {
+    struct dev_spec d;
+    if (device_spec(&lnx->devices[i], &d, err) < 0 ||
+        create_device(rootfd, &d, userns, true, err) < 0)
+      return coil_error_prefix(err, "linux.devices[%zu] (%s)", i,
+                               lnx->devices[i].path);
+  }
+  return 0;
+}
+
+static int create_dev_links(int rootfd, struct coil_error *err) {
+  cleanup_close int dev = mkdir_in_root(rootfd, "/dev", err);
+  if (dev < 0)
+    return -1;
+  for (size_t i = 0; i < sizeof dev_links / sizeof dev_links[0]; i++)
+    if (symlinkat(dev_links[i].target, dev, dev_links[i].name) < 0 &&
+        errno != EEXIST)
+      return coil_error_sys(err, errno, "symlink /dev/%s", dev_links[i].name);
+  /* The ptmx of the container's own devpts instance, if it has one. */
+  cleanup_close int pts =
+      open_in_root(rootfd, "/dev/pts", O_PATH | O_DIRECTORY);
+  if (pts >= 0 && symlinkat("pts/ptmx", dev, "ptmx") < 0 && errno != EEXIST)
+    return coil_error_sys(err, errno, "symlink /dev/ptmx");
+  return 0;
+}
+
+static int root_propagation(const struct coil_config *cfg, unsigned long *prop,
+                            struct coil_error *err) {
+  const char *name = cfg->lnx.rootfs_propagation;
+  *prop = 0;
+  if (name && mountopts_propagation(name, prop) < 0)
+    return coil_error_set(
+        err, EINVAL, "linux.rootfsPropagation: unknown value \"%s\"", name);
+  return 0;
+}
+
+/* Binding the rootfs from a shared mount would make the copy a peer (so
+ * container mounts would propagate to the host, and pivot_root refuses a
+ * shared parent), and from an unbindable one would fail: make the mount
+ * that holds the rootfs private first. */
+static int make_parent_private(const char *rootfs, struct coil_error *err) {
+  cleanup_free char *real = realpath(rootfs, NULL);
+  if (!real)
+    return coil_error_sys(err, errno, "root.path %s", rootfs);
+  struct libmnt_table *tb = mnt_new_table_from_file("/proc/self/mountinfo");
+  if (!tb)
+    return coil_error_sys(err, errno, "read /proc/self/mountinfo");
+  struct libmnt_fs *fs = mnt_table_find_mountpoint(tb, real, MNT_ITER_BACKWARD);
+  int rc = 0;
+  if (!fs)
+    rc = coil_error_set(err, ENOENT, "no mount holds %s", real);
+  else if (mount(NULL, mnt_fs_get_target(fs), NULL, MS_PRIVATE, NULL) < 0)
+    rc = coil_error_sys(err, errno, "make %s private", mnt_fs_get_target(fs));
+  mnt_unref_table(tb);
+  return rc;
+}
+
+int rootfs_prepare(const struct coil_config *cfg,
+                   const struct coil_rootfs_opts *o, struct coil_error *err) {
+  unsigned long prop;
+  if (root_propagation(cfg, &prop, err) < 0)
+    return -1;
+  if (!prop)
+    prop = MS_REC | MS_PRIVATE;
+  /* Always recursive here: a host submount left shared would carry the
+   * container's mounts back into the host. The value as given is applied to
+   * the container's "/" after pivot_root. */
+  if (mount(NULL, "/", NULL, prop | MS_REC, NULL) < 0)
+    return coil_error_sys(
+        err, errno, "make / %s",
+        cfg->lnx.rootfs_propagation ? cfg->lnx.rootfs_propagation : "rprivate");
+  if ((prop & (MS_SHARED | MS_UNBINDABLE)) &&
+      make_parent_private(o->rootfs, err) < 0)
+    return -1;
+  /* pivot_root needs the new root to be a mount point. */
+  if (mount(o->rootfs, o->rootfs, NULL, MS_BIND | MS_REC, NULL) < 0)
+    return coil_error_sys(err, errno, "root.path %s: bind onto itself",
+                          o->rootfs);
+  /* Opened after the bind, so paths resolve in the new mount. */
+  cleanup_close int rootfd = open(o->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (rootfd < 0)
+    return coil_error_sys(err, errno, "root.path %s", o->rootfs);
+
+  if (apply_mounts(rootfd, cfg, err) < 0 ||
+      create_devices(rootfd, cfg, o->userns, err) < 0)
+    return -1;
+  if (create_dev_links(rootfd, err) < 0)
+    return coil_error_prefix(err, "root.path %s", o->rootfs);
+  return 0;
+}
+
+int rootfs_pivot(const struct coil_rootfs_opts *o, struct coil_error *err) {
+  cleanup_close int oldroot = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (oldroot < 0)
+    return coil_error_sys(err, errno, "open /");
+  cleanup_close int newroot = open(o->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (newroot < 0)
+    return coil_error_sys(err, errno, "root.path %s", o->rootfs);
+  if (fchdir(newroot) < 0)
+    return coil_error_sys(err, errno, "chdir %s", o->rootfs);
+  /* new_root == put_old: the old root ends up stacked on the new one, so no
+   * directory for it is needed in the rootfs. */
+  if (syscall(SYS_pivot_root, ".", ".") < 0)
+    return coil_error_sys(err, errno, "pivot_root %s", o->rootfs);
+  if (fchdir(oldroot) < 0)
+    return coil_error_sys(err, errno, "chdir to the old root");
+  /* If / was made shared, detaching the old tree would propagate unmounts
+   * of its submounts to the host's copies: cut it off first. */
+  if (mount(NULL, ".", NULL, MS_SLAVE | MS_REC, NULL) < 0)
+    return coil_error_sys(err, errno, "make the old root rslave");
+  if (umount2(".", MNT_DETACH) < 0)
+    return coil_error_sys(err, errno, "detach the old root");
+  if (chdir("/") < 0)
+    return coil_error_sys(err, errno, "chdir /");
+  return 0;
+}
+
+/* A file shows /dev/null's nothing, a directory an empty read-only tmpfs. */
+static int mask_path(const char *path, struct coil_error *err) {
+  struct stat st;
+  int rc;
+  if (stat(path, &st) < 0)
+    return errno == ENOENT ? 0 : coil_error_sys(err, errno, "stat");
+  bool dir = S_ISDIR(st.st_mode);
+  if (dir)
+    rc = mount("tmpfs", path, "tmpfs",
+               MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+  else
+    rc = mount("/dev/null", path, NULL, MS_BIND, NULL);
+  if (rc < 0 && errno != ENOENT)
+    return coil_error_sys(err, errno, dir ? "mount tmpfs" : "bind /dev/null");
+  return 0;
+}
+
+static int readonly_path(const char *path, struct coil_error *err) {
+  if (mount(path, path, NULL, MS_BIND | MS_REC, NULL) < 0)
+    return errno == ENOENT ? 0 : coil_error_sys(err, errno, "bind");
+  return remount_bind(path, MS_RDONLY, 0, err);
+}
+
+int rootfs_finalize(const struct coil_config *cfg, struct coil_error *err) {
+  const struct coil_linux *lnx = &cfg->lnx;
+  for (size_t i = 0; i < lnx->masked_paths.n; i++)
+    if (mask_path(lnx->masked_paths.v[i], err) < 0)
+      return coil_error_prefix(err, "linux.maskedPaths[%zu] (%s)", i,
+                               lnx->masked_paths.v[i]);
+  for (size_t i = 0; i < lnx->readonly_paths.n; i++)
+    if (readonly_path(lnx->readonly_paths.v[i], err) < 0)
+      return coil_error_prefix(err, "linux.readonlyPaths[%zu] (%s)", i,
+                               lnx->readonly_paths.v[i]);
+
+  unsigned long prop;
+  if (root_propagation(cfg, &prop, err) < 0)
+    return -1;
+  /* rootfs_prepare made everything private already; applying "rprivate"
+   * again would only override mounts that asked for another propagation. */
+  if (prop && !(prop & MS_PRIVATE) && set_propagation("/", prop, err) < 0)
+    return coil_error_prefix(err, "linux.rootfsPropagation (%s)",
+                             lnx->rootfs_propagation);
+  if (cfg->root_readonly && remount_bind("/", MS_RDONLY, 0, err) < 0)
+    return coil_error_prefix(err, "root.readonly");
+  return 0;
+}
