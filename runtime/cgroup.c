@@ -1,0 +1,934 @@
+/* The container's cgroups: which hierarchies the host has, where the
+ * container's directory goes in each, making and removing those directories,
+ * and the state.json form. Which files carry which limit is the drivers'
+ * business (cgroup_v1.c, cgroup_v2.c). */
+#include "cgroup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup_driver.h"
+#include "cleanup.h"
+#include "log.h"
+
+#define DEFAULT_FS_ROOT "/sys/fs/cgroup"
+#define DEFAULT_PROC_SELF_CGROUP "/proc/self/cgroup"
+/* Relative cgroupsPaths go below this directory of the launcher's cgroup. */
+#define COIL_PARENT "coil"
+#define SERIAL_TAG "coil-cgroup/1"
+/* Every container is placed under these, limits or not (memory also so an
+ * OOM kill can be reported); hugetlb only when hugepageLimits ask for it.
+ * Other v1 hierarchies (devices, freezer, blkio, name=systemd) are left
+ * alone: coil neither limits through them nor owns them. */
+#define CG_BASE                                                                \
+  (CG_BIT(CG_MEMORY) | CG_BIT(CG_PIDS) | CG_BIT(CG_CPU) | CG_BIT(CG_CPUACCT) | \
+   CG_BIT(CG_CPUSET))
+/* How long cgroup_destroy waits for dying tasks to leave (rmdir: EBUSY). */
+#define DESTROY_WAIT_NS 1000000000L
+#define DESTROY_POLL_NS 10000000L
+
+const char *const cg_ctrl_names[CG_NCTRL] = {
+    [CG_MEMORY] = "memory", [CG_PIDS] = "pids",     [CG_CPU] = "cpu",
+    [CG_CPUACCT] = "cpuacct", [CG_CPUSET] = "cpuset", [CG_HUGETLB] = "hugetlb",
+};
+
+static int no_memory(struct coil_error *err) {
+  return coil_error_sys(err, ENOMEM, "cgroup");
+}
+
+static char *join(const char *dir, const char *name) {
+  char *p;
+  return asprintf(&p, "%s/%s", dir, name) < 0 ? NULL : p;
+}
+
+static int read_path(const char *path, char **out, struct coil_error *err) {
+  cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return coil_error_sys(err, errno, "read %s", path);
+  size_t cap = 4096, len = 0;
+  cleanup_free char *buf = malloc(cap);
+  if (!buf)
+    return no_memory(err);
+  for (;;) {
+    if (len + 1 == cap) {
+      char *bigger = realloc(buf, cap * 2);
+      if (!bigger)
+        return no_memory(err);
+      buf = bigger;
+      cap *= 2;
+    }
+    ssize_t n = read(fd, buf + len, cap - len - 1);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return coil_error_sys(err, errno, "read %s", path);
+    if (n == 0)
+      break;
+    len += (size_t)n;
+  }
+  while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+    len--;
+  buf[len] = '\0';
+  *out = steal_ptr(buf);
+  return 0;
+}
+
+int cg_read(const char *dir, const char *file, char **out,
+            struct coil_error *err) {
+  cleanup_free char *path = join(dir, file);
+  if (!path)
+    return no_memory(err);
+  return read_path(path, out, err);
+}
+
+int cg_write(const char *dir, const char *file, const char *value, bool kernel,
+             struct coil_error *err) {
+  cleanup_free char *path = join(dir, file);
+  if (!path)
+    return no_memory(err);
+  int flags = O_WRONLY | O_CLOEXEC | (kernel ? 0 : O_CREAT | O_TRUNC);
+  cleanup_close int fd = open(path, flags, 0644);
+  if (fd < 0)
+    return coil_error_sys(err, errno, "write %s", path);
+  size_t len = strlen(value);
+  ssize_t n = write(fd, value, len);
+  if (n < 0)
+    return coil_error_sys(err, errno, "write %s", path);
+  if ((size_t)n != len)
+    return coil_error_set(err, EIO, "write %s: short write", path);
+  return 0;
+}
+
+int cg_set(const struct cg_dir *d, const char *field, const char *file,
+           const char *value, struct coil_error *err) {
+  if (cg_write(d->path, file, value, d->kernel, err) < 0)
+    return coil_error_prefix(err, "%s", field);
+  return 0;
+}
+
+unsigned cg_needed(const struct coil_resources *res) {
+  if (!res)
+    return 0;
+  unsigned n = 0;
+  if (res->has_memory_limit || res->has_memory_reservation ||
+      res->has_memory_swap)
+    n |= CG_BIT(CG_MEMORY);
+  if (res->has_pids_limit)
+    n |= CG_BIT(CG_PIDS);
+  if (res->has_cpu_shares || res->has_cpu_quota || res->has_cpu_period)
+    n |= CG_BIT(CG_CPU);
+  if (res->cpu_cpus || res->cpu_mems)
+    n |= CG_BIT(CG_CPUSET);
+  if (res->n_hugepage_limits > 0)
+    n |= CG_BIT(CG_HUGETLB);
+  return n;
+}
+
+const char *cg_field(const struct coil_resources *res, enum cg_ctrl c) {
+  switch (c) {
+  case CG_MEMORY:
+    if (res && res->has_memory_limit)
+      return "linux.resources.memory.limit";
+    if (res && res->has_memory_reservation)
+      return "linux.resources.memory.reservation";
+    return "linux.resources.memory.swap";
+  case CG_PIDS:
+    return "linux.resources.pids.limit";
+  case CG_CPU:
+    if (res && res->has_cpu_shares)
+      return "linux.resources.cpu.shares";
+    if (res && res->has_cpu_quota)
+      return "linux.resources.cpu.quota";
+    return "linux.resources.cpu.period";
+  case CG_CPUSET:
+    if (res && res->cpu_cpus)
+      return "linux.resources.cpu.cpus";
+    return "linux.resources.cpu.mems";
+  case CG_HUGETLB:
+    return "linux.resources.hugepageLimits";
+  case CG_CPUACCT:
+  case CG_NCTRL:
+    break;
+  }
+  return "linux.resources";
+}
+
+/* Components of p (after a leading '/') are non-empty and not "." or "..",
+ * so a path cannot climb out of the hierarchy or alias another cgroup. */
+static int check_components(const char *what, const char *p,
+                            struct coil_error *err) {
+  const char *s = p[0] == '/' ? p + 1 : p;
+  if (!*s)
+    return coil_error_set(err, EINVAL, "%s \"%s\": names no cgroup", what, p);
+  for (;;) {
+    size_t len = strcspn(s, "/");
+    if (len == 0)
+      return coil_error_set(err, EINVAL, "%s \"%s\": empty path component",
+                            what, p);
+    if ((len == 1 && s[0] == '.') || (len == 2 && s[0] == '.' && s[1] == '.'))
+      return coil_error_set(err, EINVAL,
+                            "%s \"%s\": \".\" and \"..\" components are not "
+                            "allowed",
+                            what, p);
+    if (!s[len])
+      return 0;
+    s += len + 1;
+  }
+}
+
+static int check_cgroups_path(const char *what, const char *p,
+                              struct coil_error *err) {
+  /* runc's systemd driver reads "slice:prefix:name"; coil drives cgroupfs
+   * only, and treating that as a directory name would surprise. */
+  if (strchr(p, ':'))
+    return coil_error_set(err, EINVAL,
+                          "%s \"%s\": the systemd form \"slice:prefix:name\" "
+                          "is not supported; give a cgroup path",
+                          what, p);
+  return check_components(what, p, err);
+}
+
+/* The page size becomes part of a file name: only "<digits>KB|MB|GB". */
+static int check_hugepages(const struct coil_resources *res,
+                           struct coil_error *err) {
+  for (size_t i = 0; res && i < res->n_hugepage_limits; i++) {
+    const char *s = res->hugepage_limits[i].page_size;
+    size_t digits = s ? strspn(s, "0123456789") : 0;
+    if (digits == 0 || digits > 10 || (strcmp(s + digits, "KB") && strcmp(s + digits, "MB") &&
+                        strcmp(s + digits, "GB")))
+      return coil_error_set(err, EINVAL,
+                            "linux.resources.hugepageLimits[%zu].pageSize "
+                            "\"%s\": expected a size like \"2MB\" or \"1GB\"",
+                            i, s ? s : "");
+  }
+  return 0;
+}
+
+/* Controller names in a list separated by any of seps, as CG_BIT()s;
+ * names coil does not use are skipped. */
+static unsigned parse_ctrl_list(const char *list, const char *seps) {
+  unsigned bits = 0;
+  size_t len;
+  for (const char *s = list; *s; s += len + (s[len] != '\0')) {
+    len = strcspn(s, seps);
+    for (int c = 0; c < CG_NCTRL; c++)
+      if (strlen(cg_ctrl_names[c]) == len && !strncmp(s, cg_ctrl_names[c], len))
+        bits |= CG_BIT(c);
+  }
+  return bits;
+}
+
+/* A plain directory tree (a test's fake cgroupfs) needs control files made
+ * and removed by hand. When statfs fails the path is gone: nothing to do by
+ * hand either way, so report the kernel case, which never unlinks. */
+static bool on_cgroupfs(const char *path) {
+  struct statfs sf;
+  if (statfs(path, &sf) < 0)
+    return true;
+  return sf.f_type == CGROUP_SUPER_MAGIC || sf.f_type == CGROUP2_SUPER_MAGIC;
+}
+
+/* A mounted hierarchy of the host. */
+struct cg_hier {
+  const struct cg_driver *drv;
+  unsigned ctrls;
+  bool kernel;
+  dev_t dev;
+  ino_t ino;
+  char *root;
+};
+
+struct cg_host {
+  struct cg_hier h[CG_MAX_DIRS];
+  size_t n;
+};
+
+static void host_free(struct cg_host *host) {
+  for (size_t i = 0; i < host->n; i++)
+    free(host->h[i].root);
+}
+
+static int add_hier(struct cg_host *host, const struct cg_driver *drv,
+                    const char *root, unsigned ctrls, struct coil_error *err) {
+  struct stat st;
+  if (stat(root, &st) < 0)
+    return coil_error_sys(err, errno, "stat %s", root);
+  struct cg_hier *h = &host->h[host->n];
+  *h = (struct cg_hier){.drv = drv, .ctrls = ctrls, .kernel = on_cgroupfs(root),
+                        .dev = st.st_dev, .ino = st.st_ino, .root = strdup(root)};
+  if (!h->root)
+    return no_memory(err);
+  host->n++;
+  return 0;
+}
+
+/* Finds the hierarchies carrying the wanted controllers by the files they
+ * have (so a plain directory tree passes for one): a controller listed in a
+ * cgroup2 cgroup.controllers is driven through v2, else through its v1
+ * mount. */
+static int detect(const char *fs_root, unsigned wanted, struct cg_host *host,
+                  struct coil_error *err) {
+  cleanup_free char *list = NULL;
+  if (cg_read(fs_root, "cgroup.controllers", &list, err) == 0)
+    return add_hier(host, &cg_driver_v2, fs_root,
+                    parse_ctrl_list(list, " ") & wanted, err);
+  if (err->err != ENOENT)
+    return -1;
+
+  cleanup_free char *unified = join(fs_root, "unified");
+  if (!unified)
+    return no_memory(err);
+  unsigned on_v2 = 0;
+  if (cg_read(unified, "cgroup.controllers", &list, err) == 0) {
+    on_v2 = parse_ctrl_list(list, " ");
+    /* Joined even when none of coil's controllers is on it: the container
+     * then has a v2 cgroup of its own (what its cgroup namespace shows as
+     * "0::/", and what kill --all can rely on) instead of the launcher's. */
+    if (add_hier(host, &cg_driver_v2, unified, on_v2 & wanted, err) < 0)
+      return -1;
+  } else if (err->err != ENOENT) {
+    return -1;
+  }
+
+  for (int c = 0; c < CG_NCTRL; c++) {
+    if (!(wanted & CG_BIT(c)) || (on_v2 & CG_BIT(c)))
+      continue;
+    cleanup_free char *dir = join(fs_root, cg_ctrl_names[c]);
+    cleanup_free char *procs = dir ? join(dir, "cgroup.procs") : NULL;
+    if (!procs)
+      return no_memory(err);
+    /* A mounted hierarchy has cgroup.procs; a bare mount point does not. */
+    struct stat st;
+    if (access(procs, F_OK) < 0 || stat(dir, &st) < 0)
+      continue;
+    /* Co-mounted controllers ("cpu,cpuacct", with cpu and cpuacct linking
+     * to it) are one hierarchy and get one directory. */
+    size_t i;
+    for (i = 0; i < host->n; i++)
+      if (host->h[i].drv == &cg_driver_v1 && host->h[i].dev == st.st_dev &&
+          host->h[i].ino == st.st_ino)
+        break;
+    if (i < host->n)
+      host->h[i].ctrls |= CG_BIT(c);
+    else if (add_hier(host, &cg_driver_v1, dir, CG_BIT(c), err) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+/* This process's cgroup in hierarchy h, from the /proc/self/cgroup lines
+ * "id:controllers:path": the line naming one of h's controllers (v1), or
+ * the "0::path" line (v2). */
+static int own_cgroup(const char *proc_path, const char *proc_text,
+                      const struct cg_hier *h, char **out,
+                      struct coil_error *err) {
+  bool v2 = h->drv == &cg_driver_v2;
+  for (const char *line = proc_text; *line;) {
+    size_t len = strcspn(line, "\n");
+    const char *c1 = memchr(line, ':', len);
+    const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - line)) : NULL;
+    if (c2) {
+      cleanup_free char *ctrls = strndup(c1 + 1, (size_t)(c2 - c1 - 1));
+      if (!ctrls)
+        return no_memory(err);
+      bool match = v2 ? (!*ctrls && c1 - line == 1 && line[0] == '0')
+                      : (parse_ctrl_list(ctrls, ",") & h->ctrls) != 0;
+      if (match && c2[1] == '/') {
+        *out = strndup(c2 + 1, len - (size_t)(c2 + 1 - line));
+        return *out ? 0 : no_memory(err);
+      }
+    }
+    line += len + (line[len] != '\0');
+  }
+  return coil_error_set(err, ENOENT, "%s: no line for the cgroup hierarchy %s",
+                        proc_path, h->root);
+}
+
+/* Unlinks the control files in a plain directory tree, as rmdir on a
+ * cgroupfs drops them; not when there are subdirectories, since rmdir
+ * refuses then anyway. Only names a cgroupfs uses, so nothing else a test
+ * put there goes. */
+static bool is_control_file(const char *name) {
+  if (!strcmp(name, "tasks") || !strcmp(name, "notify_on_release") ||
+      !strncmp(name, "cgroup.", 7))
+    return true;
+  for (int c = 0; c < CG_NCTRL; c++) {
+    size_t len = strlen(cg_ctrl_names[c]);
+    if (!strncmp(name, cg_ctrl_names[c], len) && name[len] == '.')
+      return true;
+  }
+  return false;
+}
+
+static bool is_subdir(const char *dir, const struct dirent *e) {
+  if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+    return false;
+  if (e->d_type != DT_UNKNOWN)
+    return e->d_type == DT_DIR;
+  cleanup_free char *p = join(dir, e->d_name);
+  struct stat st;
+  return p && lstat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static void free_dirents(struct dirent **list, int n) {
+  for (int i = 0; i < n; i++)
+    free(list[i]);
+  free(list);
+}
+
+static int unlink_control_files(const char *path) {
+  struct dirent **list;
+  int n = scandir(path, &list, NULL, NULL);
+  if (n < 0)
+    return -1;
+  int rc = 0;
+  for (int i = 0; i < n && rc == 0; i++)
+    if (is_subdir(path, list[i])) {
+      errno = ENOTEMPTY;
+      rc = -1;
+    }
+  for (int i = 0; i < n && rc == 0; i++) {
+    if (list[i]->d_type == DT_REG && is_control_file(list[i]->d_name)) {
+      cleanup_free char *p = join(path, list[i]->d_name);
+      if (p)
+        unlink(p);
+    }
+  }
+  free_dirents(list, n);
+  return rc;
+}
+
+/* rmdir of a cgroup; errno as rmdir's. */
+static int cg_rmdir(const char *path, bool kernel) {
+  if (!kernel && unlink_control_files(path) < 0)
+    return -1;
+  return rmdir(path);
+}
+
+static bool before(const struct timespec *deadline) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return now.tv_sec < deadline->tv_sec ||
+         (now.tv_sec == deadline->tv_sec && now.tv_nsec < deadline->tv_nsec);
+}
+
+static int remove_tree(const char *path, bool kernel,
+                       const struct timespec *deadline, struct coil_error *err);
+
+static int remove_children(const char *path, bool kernel,
+                           const struct timespec *deadline,
+                           struct coil_error *err) {
+  struct dirent **list;
+  int n = scandir(path, &list, NULL, NULL);
+  if (n < 0)
+    return errno == ENOENT ? 0 : coil_error_sys(err, errno, "read %s", path);
+  int rc = 0;
+  for (int i = 0; i < n && rc == 0; i++) {
+    if (!is_subdir(path, list[i]))
+      continue;
+    cleanup_free char *child = join(path, list[i]->d_name);
+    rc = child ? remove_tree(child, kernel, deadline, err) : no_memory(err);
+  }
+  free_dirents(list, n);
+  return rc;
+}
+
+/* Removes the container's cgroup and any sub-cgroups it made itself (it may
+ * have had a cgroup namespace), depth first. On a cgroupfs rmdir says EBUSY
+ * both for sub-cgroups and for tasks still exiting: look for sub-cgroups
+ * once, then give the tasks until the deadline. */
+static int remove_tree(const char *path, bool kernel,
+                       const struct timespec *deadline, struct coil_error *err) {
+  bool looked = false;
+  for (;;) {
+    if (cg_rmdir(path, kernel) == 0 || errno == ENOENT)
+      return 0;
+    int e = errno;
+    if ((e == EBUSY || e == ENOTEMPTY) && !looked) {
+      looked = true;
+      if (remove_children(path, kernel, deadline, err) < 0)
+        return -1;
+      continue;
+    }
+    if (e == EBUSY && before(deadline)) {
+      nanosleep(&(struct timespec){.tv_nsec = DESTROY_POLL_NS}, NULL);
+      continue;
+    }
+    return coil_error_sys(err, e, "rmdir %s", path);
+  }
+}
+
+/* Removes up to `levels` ancestors of path that are left empty, nearest
+ * first; one still in use (other containers' cgroups) ends the walk. */
+static int remove_empty_ancestors(const char *path, unsigned levels, bool kernel,
+                                  struct coil_error *err) {
+  cleanup_free char *p = strdup(path);
+  if (!p)
+    return no_memory(err);
+  for (unsigned i = 0; i < levels; i++) {
+    char *slash = strrchr(p, '/');
+    if (!slash || slash == p)
+      break;
+    *slash = '\0';
+    if (cg_rmdir(p, kernel) == 0 || errno == ENOENT)
+      continue;
+    if (errno == EBUSY || errno == ENOTEMPTY)
+      break;
+    return coil_error_sys(err, errno, "rmdir %s", p);
+  }
+  return 0;
+}
+
+/* Makes base/rel one level at a time; base must exist. Levels above the
+ * last may exist already ("coil" is shared by containers); the last is the
+ * container's own and must be new. Each level is readied by the driver
+ * before the next. On failure removes the levels it made. */
+static int make_dirs(struct cg_dir *d, const char *base, const char *rel,
+                     const struct coil_resources *res, unsigned *made,
+                     struct coil_error *err) {
+  cleanup_free char *full = join(base, rel);
+  size_t nlev = 1;
+  for (const char *p = rel; *p; p++)
+    nlev += *p == '/';
+  cleanup_free size_t *ends = calloc(nlev, sizeof *ends);
+  cleanup_free bool *created = calloc(nlev, sizeof *created);
+  if (!full || !ends || !created)
+    return no_memory(err);
+  size_t base_len = strlen(base);
+  for (size_t k = base_len + 1, lev = 0; lev < nlev; k++)
+    if (full[k] == '/' || !full[k])
+      ends[lev++] = k;
+
+  /* A concurrent cgroup_destroy may remove a "coil" it found empty just as
+   * this makes the next level in it (ENOENT): start over, a few times. */
+  for (int attempt = 0;; attempt++) {
+    bool retry = false;
+    size_t lev;
+    for (lev = 0; lev < nlev; lev++) {
+      cleanup_free char *child = strndup(full, ends[lev]);
+      cleanup_free char *parent = strndup(full, lev ? ends[lev - 1] : base_len);
+      if (!child || !parent) {
+        no_memory(err);
+        break;
+      }
+      bool last = lev + 1 == nlev;
+      created[lev] = mkdir(child, 0755) == 0;
+      if (!created[lev] && errno == EEXIST && last) {
+        coil_error_set(err, EEXIST, "cgroup %s already exists", child);
+        break;
+      }
+      if (!created[lev] && errno == ENOENT && lev > 0 && attempt < 3) {
+        retry = true;
+        break;
+      }
+      if (!created[lev] && errno != EEXIST) {
+        coil_error_sys(err, errno, "mkdir %s", child);
+        break;
+      }
+      if (d->drv->init_level(d, parent, child, created[lev], res, err) < 0) {
+        lev++;
+        break;
+      }
+    }
+    if (lev == nlev && !retry) {
+      *made = 0;
+      for (lev = 0; lev < nlev; lev++)
+        *made += created[lev];
+      d->path = steal_ptr(full);
+      return 0;
+    }
+    while (lev-- > 0) {
+      if (!created[lev])
+        continue;
+      full[ends[lev]] = '\0';
+      cg_rmdir(full, d->kernel);
+      full[ends[lev]] = lev + 1 < nlev ? '/' : '\0';
+      created[lev] = false;
+    }
+    if (!retry)
+      return -1;
+  }
+}
+
+int cgroup_create(const struct coil_cgroup_env *env, const char *cgroups_path,
+                  const char *id, const struct coil_resources *res,
+                  struct coil_cgroup **out, struct coil_error *err) {
+  const char *fs_root = env && env->fs_root ? env->fs_root : DEFAULT_FS_ROOT;
+  const char *proc_path = env && env->proc_self_cgroup ? env->proc_self_cgroup
+                                                       : DEFAULT_PROC_SELF_CGROUP;
+  *out = NULL;
+  const char *path = cgroups_path ? cgroups_path : id;
+  if (!path)
+    return coil_error_set(err, EINVAL,
+                          "cgroup: neither linux.cgroupsPath nor a container "
+                          "id given");
+  if (check_cgroups_path(cgroups_path ? "linux.cgroupsPath" : "container id",
+                         path, err) < 0 ||
+      check_hugepages(res, err) < 0)
+    return -1;
+  bool relative = path[0] != '/';
+
+  unsigned needed = cg_needed(res);
+  struct cg_host host __attribute__((cleanup(host_free))) = {0};
+  if (detect(fs_root, CG_BASE | (needed & CG_BIT(CG_HUGETLB)), &host, err) < 0)
+    return -1;
+  if (host.n == 0)
+    return coil_error_set(err, ENOENT,
+                          "no cgroup hierarchy under %s (no cgroup.controllers, "
+                          "no controller directories)",
+                          fs_root);
+  unsigned have = 0;
+  for (size_t i = 0; i < host.n; i++)
+    have |= host.h[i].ctrls;
+  for (enum cg_ctrl c = 0; c < CG_NCTRL; c++)
+    if (needed & ~have & CG_BIT(c))
+      return coil_error_set(err, ENOENT,
+                            "%s: the host has no %s cgroup controller (looked "
+                            "under %s)",
+                            cg_field(res, c), cg_ctrl_names[c], fs_root);
+
+  cleanup_free char *proc_text = NULL;
+  if (relative && read_path(proc_path, &proc_text, err) < 0)
+    return -1;
+  cleanup_free char *rel = NULL;
+  if (asprintf(&rel, "%s%s", relative ? COIL_PARENT "/" : "",
+               relative ? path : path + 1) < 0)
+    return no_memory(err);
+  unsigned depth = 0;
+  for (const char *p = rel; *p; p++)
+    depth += *p == '/';
+
+  struct coil_cgroup *cg = calloc(1, sizeof *cg);
+  if (!cg)
+    return no_memory(err);
+  for (size_t i = 0; i < host.n; i++) {
+    const struct cg_hier *h = &host.h[i];
+    struct cg_dir *d = &cg->dirs[cg->n];
+    *d = (struct cg_dir){.drv = h->drv, .ctrls = h->ctrls, .kernel = h->kernel};
+    cleanup_free char *own = NULL, *base = NULL;
+    if (relative && own_cgroup(proc_path, proc_text, h, &own, err) < 0)
+      goto fail;
+    base = own && own[1] ? join(h->root, own + 1) : strdup(h->root);
+    if (!base) {
+      no_memory(err);
+      goto fail;
+    }
+    unsigned made = 0;
+    if (make_dirs(d, base, rel, res, &made, err) < 0)
+      goto fail;
+    /* Relative: everything from "coil" down is coil's, to remove once
+     * empty. Absolute: only the levels this call made. */
+    d->levels = relative ? depth : made - 1;
+    cg->n++;
+  }
+  for (size_t i = 0; i < cg->n; i++)
+    if (cg->dirs[i].drv->apply(&cg->dirs[i], host.h[i].root, res, err) < 0)
+      goto fail;
+  *out = cg;
+  return 0;
+
+fail:;
+  struct coil_error undo_err;
+  if (cgroup_destroy(cg, &undo_err) < 0)
+    log_warn("cgroup: undoing a failed create: %s", undo_err.msg);
+  cgroup_free(cg);
+  return -1;
+}
+
+int cgroup_enter(const struct coil_cgroup *cg, pid_t pid,
+                 struct coil_error *err) {
+  char value[24];
+  snprintf(value, sizeof value, "%d", (int)pid);
+  for (size_t i = 0; i < cg->n; i++)
+    if (cg_write(cg->dirs[i].path, "cgroup.procs", value, cg->dirs[i].kernel,
+                 err) < 0)
+      return -1;
+  return 0;
+}
+
+static const struct cg_dir *find_dir(const struct coil_cgroup *cg,
+                                     enum cg_ctrl c) {
+  for (size_t i = 0; i < cg->n; i++)
+    if (cg->dirs[i].ctrls & CG_BIT(c))
+      return &cg->dirs[i];
+  return NULL;
+}
+
+struct pid_list {
+  pid_t *v;
+  size_t n, cap;
+};
+
+/* Appends the pids of dir and of every cgroup below it. A cgroup that
+ * vanishes meanwhile has none. */
+static int collect_pids(const char *dir, struct pid_list *l,
+                        struct coil_error *err) {
+  cleanup_free char *text = NULL;
+  if (cg_read(dir, "cgroup.procs", &text, err) < 0)
+    return err->err == ENOENT ? 0 : -1;
+  for (char *s = text; *s;) {
+    char *end;
+    long pid = strtol(s, &end, 10);
+    if (end == s || pid <= 0)
+      return coil_error_set(err, EINVAL, "%s/cgroup.procs: not a pid list",
+                            dir);
+    if (l->n == l->cap) {
+      size_t cap = l->cap ? l->cap * 2 : 16;
+      pid_t *v = reallocarray(l->v, cap, sizeof *v);
+      if (!v)
+        return no_memory(err);
+      l->v = v;
+      l->cap = cap;
+    }
+    l->v[l->n++] = (pid_t)pid;
+    s = end + strspn(end, "\n");
+  }
+
+  struct dirent **list;
+  int n = scandir(dir, &list, NULL, NULL);
+  if (n < 0)
+    return errno == ENOENT ? 0 : coil_error_sys(err, errno, "read %s", dir);
+  int rc = 0;
+  for (int i = 0; i < n && rc == 0; i++) {
+    if (!is_subdir(dir, list[i]))
+      continue;
+    cleanup_free char *child = join(dir, list[i]->d_name);
+    rc = child ? collect_pids(child, l, err) : no_memory(err);
+  }
+  free_dirents(list, n);
+  return rc;
+}
+
+int cgroup_pids(const struct coil_cgroup *cg, pid_t **pids, size_t *n,
+                struct coil_error *err) {
+  *pids = NULL;
+  *n = 0;
+  /* Every hierarchy has every task; pids (else memory) is the one whose
+   * limits a container is likeliest to be fighting. */
+  const struct cg_dir *d = find_dir(cg, CG_PIDS);
+  if (!d)
+    d = find_dir(cg, CG_MEMORY);
+  if (!d)
+    d = &cg->dirs[0];
+  struct pid_list l = {0};
+  if (collect_pids(d->path, &l, err) < 0) {
+    free(l.v);
+    return -1;
+  }
+  *pids = l.v;
+  *n = l.n;
+  return 0;
+}
+
+bool cgroup_oom_killed(const struct coil_cgroup *cg) {
+  const struct cg_dir *d = find_dir(cg, CG_MEMORY);
+  struct coil_error err;
+  cleanup_free char *text = NULL;
+  if (!d || cg_read(d->path, d->drv->oom_file, &text, &err) < 0)
+    return false;
+  /* The "oom_kill N" line (v1 since Linux 4.13; v2 memory.events). */
+  const char *line = text;
+  while (line && strncmp(line, "oom_kill ", 9)) {
+    line = strchr(line, '\n');
+    line = line ? line + 1 : NULL;
+  }
+  return line && strtoull(line + 9, NULL, 10) > 0;
+}
+
+int cgroup_destroy(const struct coil_cgroup *cg, struct coil_error *err) {
+  struct timespec deadline;
+  clock_gettime(CLOCK_MONOTONIC, &deadline);
+  deadline.tv_nsec += DESTROY_WAIT_NS;
+  deadline.tv_sec += deadline.tv_nsec / 1000000000L;
+  deadline.tv_nsec %= 1000000000L;
+
+  int rc = 0;
+  for (size_t i = cg->n; i-- > 0;) {
+    const struct cg_dir *d = &cg->dirs[i];
+    struct coil_error e;
+    if (remove_tree(d->path, d->kernel, &deadline, &e) < 0 ||
+        remove_empty_ancestors(d->path, d->levels, d->kernel, &e) < 0) {
+      /* Go on with the other hierarchies; report the first failure. */
+      if (rc == 0)
+        *err = e;
+      rc = -1;
+    }
+  }
+  return rc;
+}
+
+/* Serialized paths keep these bytes; others become %XX, so the text is one
+ * line, splits on ' ' and ':', and is a JSON string as it is. */
+static bool keeps(unsigned char ch) {
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+         (ch >= '0' && ch <= '9') || strchr("/._-+=@,", ch) != NULL;
+}
+
+/* "coil-cgroup/1 <driver>:<controllers>:<levels>:<path> ...", e.g.
+ * "coil-cgroup/1 v2:-:1:/sys/fs/cgroup/unified/coil/c1
+ *  v1:memory:1:/sys/fs/cgroup/memory/coil/c1". */
+char *cgroup_serialize(const struct coil_cgroup *cg) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f)
+    return NULL;
+  fputs(SERIAL_TAG, f);
+  for (size_t i = 0; i < cg->n; i++) {
+    const struct cg_dir *d = &cg->dirs[i];
+    fprintf(f, " %s:", d->drv->name);
+    const char *sep = "";
+    for (int c = 0; c < CG_NCTRL; c++)
+      if (d->ctrls & CG_BIT(c)) {
+        fprintf(f, "%s%s", sep, cg_ctrl_names[c]);
+        sep = ",";
+      }
+    fprintf(f, "%s:%u:", d->ctrls ? "" : "-", d->levels);
+    for (const unsigned char *p = (const unsigned char *)d->path; *p; p++)
+      if (keeps(*p))
+        fputc(*p, f);
+      else
+        fprintf(f, "%%%02X", *p);
+  }
+  if (fclose(f) != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+static int hex_digit(char ch) {
+  if (ch >= '0' && ch <= '9')
+    return ch - '0';
+  if (ch >= 'A' && ch <= 'F')
+    return ch - 'A' + 10;
+  if (ch >= 'a' && ch <= 'f')
+    return ch - 'a' + 10;
+  return -1;
+}
+
+static int parse_entry(char *entry, struct cg_dir *d, struct coil_error *err) {
+  char *f[4];
+  f[0] = entry;
+  for (int i = 1; i < 4; i++) {
+    f[i] = strchr(f[i - 1], ':');
+    if (!f[i])
+      return coil_error_set(err, EINVAL, "cgroup state \"%s\": expected "
+                            "driver:controllers:levels:path", entry);
+    *f[i]++ = '\0';
+  }
+  if (!strcmp(f[0], "v1"))
+    d->drv = &cg_driver_v1;
+  else if (!strcmp(f[0], "v2"))
+    d->drv = &cg_driver_v2;
+  else
+    return coil_error_set(err, EINVAL, "cgroup state: unknown driver \"%s\"",
+                          f[0]);
+
+  d->ctrls = 0;
+  if (strcmp(f[1], "-")) {
+    for (char *save, *name = strtok_r(f[1], ",", &save); name;
+         name = strtok_r(NULL, ",", &save)) {
+      unsigned bit = parse_ctrl_list(name, ",");
+      if (!bit)
+        return coil_error_set(err, EINVAL,
+                              "cgroup state: unknown controller \"%s\"", name);
+      d->ctrls |= bit;
+    }
+  }
+
+  char *end;
+  errno = 0;
+  unsigned long levels = strtoul(f[2], &end, 10);
+  if (end == f[2] || *end || errno || f[2][0] == '-' || levels > 64)
+    return coil_error_set(err, EINVAL, "cgroup state: bad level count \"%s\"",
+                          f[2]);
+  d->levels = (unsigned)levels;
+
+  size_t len = strlen(f[3]), o = 0;
+  cleanup_free char *path = malloc(len + 1);
+  if (!path)
+    return no_memory(err);
+  for (size_t i = 0; i < len; i++) {
+    int hi, lo;
+    if (f[3][i] != '%') {
+      path[o++] = f[3][i];
+    } else if (i + 2 < len && (hi = hex_digit(f[3][i + 1])) >= 0 &&
+               (lo = hex_digit(f[3][i + 2])) >= 0 && (hi || lo)) {
+      path[o++] = (char)(hi << 4 | lo);
+      i += 2;
+    } else {
+      return coil_error_set(err, EINVAL, "cgroup state: bad escape in \"%s\"",
+                            f[3]);
+    }
+  }
+  path[o] = '\0';
+  if (path[0] != '/')
+    return coil_error_set(err, EINVAL, "cgroup state: \"%s\" is not absolute",
+                          path);
+  if (check_components("cgroup state path", path, err) < 0)
+    return -1;
+  unsigned comps = 0;
+  for (const char *p = path; *p; p++)
+    comps += *p == '/';
+  if (d->levels >= comps)
+    return coil_error_set(err, EINVAL,
+                          "cgroup state: %u levels above %s is too many",
+                          d->levels, path);
+  d->kernel = on_cgroupfs(path);
+  d->path = steal_ptr(path);
+  return 0;
+}
+
+int cgroup_deserialize(const char *text, struct coil_cgroup **out,
+                       struct coil_error *err) {
+  *out = NULL;
+  cleanup_free char *copy = strdup(text);
+  struct coil_cgroup *cg = calloc(1, sizeof *cg);
+  if (!copy || !cg) {
+    free(cg);
+    return no_memory(err);
+  }
+  char *save;
+  char *tok = strtok_r(copy, " ", &save);
+  if (!tok || strcmp(tok, SERIAL_TAG)) {
+    free(cg);
+    return coil_error_set(err, EINVAL, "cgroup state: does not start with "
+                          "\"%s\"", SERIAL_TAG);
+  }
+  while ((tok = strtok_r(NULL, " ", &save))) {
+    if (cg->n == CG_MAX_DIRS) {
+      cgroup_free(cg);
+      return coil_error_set(err, EINVAL, "cgroup state: too many entries");
+    }
+    if (parse_entry(tok, &cg->dirs[cg->n], err) < 0) {
+      cgroup_free(cg);
+      return -1;
+    }
+    cg->n++;
+  }
+  if (cg->n == 0) {
+    free(cg);
+    return coil_error_set(err, EINVAL, "cgroup state: no cgroup listed");
+  }
+  *out = cg;
+  return 0;
+}
+
+void cgroup_free(struct coil_cgroup *cg) {
+  if (!cg)
+    return;
+  for (size_t i = 0; i < CG_MAX_DIRS; i++)
+    free(cg->dirs[i].path);
+  free(cg);
+}

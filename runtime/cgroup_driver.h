@@ -1,0 +1,75 @@
+/* Private to cgroup*.c: what cgroup.c (hierarchies, paths, lifecycle) shares
+ * with the two drivers (cgroup_v1.c, cgroup_v2.c: which files, which
+ * values). */
+#ifndef COIL_CGROUP_DRIVER_H
+#define COIL_CGROUP_DRIVER_H
+
+#include <stdbool.h>
+
+#include "cgroup.h"
+
+enum cg_ctrl { CG_MEMORY, CG_PIDS, CG_CPU, CG_CPUACCT, CG_CPUSET, CG_HUGETLB, CG_NCTRL };
+#define CG_BIT(c) (1u << (c))
+
+/* "memory", "pids", ...: the kernel's names, indexed by enum cg_ctrl. */
+extern const char *const cg_ctrl_names[CG_NCTRL];
+
+struct cg_driver;
+
+/* The container's cgroup in one hierarchy. */
+struct cg_dir {
+  const struct cg_driver *drv;
+  unsigned ctrls;  /* CG_BIT()s of the controllers driven through this dir */
+  unsigned levels; /* ancestors to remove as well when they are left empty */
+  bool kernel;     /* on a kernel cgroupfs, not a test's plain directory tree */
+  char *path;
+};
+
+/* At most one hierarchy per controller, plus the unified one. */
+#define CG_MAX_DIRS (CG_NCTRL + 1)
+
+struct coil_cgroup {
+  struct cg_dir dirs[CG_MAX_DIRS];
+  size_t n;
+};
+
+struct cg_driver {
+  const char *name;     /* "v1" or "v2", as serialized */
+  const char *oom_file; /* the memory file with the "oom_kill N" line */
+  /* Readies `child`, the next level below `parent` on the way to the
+   * container's cgroup, before any task can join it. created: this call
+   * made it (else it was there already). May drop controllers from d->ctrls
+   * that no limit in res needs. */
+  int (*init_level)(struct cg_dir *d, const char *parent, const char *child,
+                    bool created, const struct coil_resources *res,
+                    struct coil_error *err);
+  /* Writes the limits in res for the controllers in d->ctrls. root is the
+   * hierarchy's root directory. */
+  int (*apply)(const struct cg_dir *d, const char *root,
+               const struct coil_resources *res, struct coil_error *err);
+};
+
+extern const struct cg_driver cg_driver_v1;
+extern const struct cg_driver cg_driver_v2;
+
+/* Writes value to dir/file. In a plain directory tree (kernel == false) the
+ * file is created, since no kernel makes control files there. */
+int cg_write(const char *dir, const char *file, const char *value, bool kernel,
+             struct coil_error *err);
+
+/* cg_write, with err prefixed by the config field the value came from. */
+int cg_set(const struct cg_dir *d, const char *field, const char *file,
+           const char *value, struct coil_error *err);
+
+/* Reads dir/file whole into *out (malloc'd, trailing whitespace removed).
+ * On failure err->err holds the errno (ENOENT: no such file). */
+int cg_read(const char *dir, const char *file, char **out,
+            struct coil_error *err);
+
+/* The controllers whose limits res sets (CG_BIT()s); res may be NULL. */
+unsigned cg_needed(const struct coil_resources *res);
+
+/* The first config field in res that needs controller c, for messages. */
+const char *cg_field(const struct coil_resources *res, enum cg_ctrl c);
+
+#endif

@@ -1,0 +1,152 @@
+/* The cgroup v1 driver: one hierarchy per mounted controller (or set of
+ * co-mounted controllers), limits in the v1 file names and units. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cgroup_driver.h"
+#include "cleanup.h"
+#include "log.h"
+
+/* A new v1 cpuset cgroup starts with empty cpuset.cpus and cpuset.mems, and
+ * the kernel refuses tasks (ENOSPC) until both are set: inherit the
+ * parent's. A level that existed may have been made an instant ago by a
+ * concurrent create that has not filled it yet, so fill it too if empty. */
+static int v1_init_level(struct cg_dir *d, const char *parent,
+                         const char *child, bool created,
+                         const struct coil_resources *res,
+                         struct coil_error *err) {
+  static const char *const files[] = {"cpuset.cpus", "cpuset.mems"};
+  (void)res;
+  if (!(d->ctrls & CG_BIT(CG_CPUSET)))
+    return 0;
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    if (!created) {
+      cleanup_free char *cur = NULL;
+      if (cg_read(child, files[i], &cur, err) == 0) {
+        if (*cur)
+          continue;
+      } else if (err->err != ENOENT) {
+        return -1;
+      }
+    }
+    cleanup_free char *value = NULL;
+    if (cg_read(parent, files[i], &value, err) < 0 ||
+        cg_write(child, files[i], value, d->kernel, err) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+/* The kernel offers memory.memsw.* only with swap accounting
+ * (CONFIG_MEMCG_SWAP and swapaccount=1); the hierarchy root shows it. */
+static bool has_memsw(const char *root) {
+  cleanup_free char *path = NULL;
+  return asprintf(&path, "%s/memory.memsw.limit_in_bytes", root) >= 0 &&
+         access(path, F_OK) == 0;
+}
+
+static int v1_memory(const struct cg_dir *d, const char *root,
+                     const struct coil_resources *res, struct coil_error *err) {
+  static bool warned_swap;
+  char v[32];
+  if (res->has_memory_limit) {
+    snprintf(v, sizeof v, "%" PRId64, res->memory_limit);
+    if (cg_set(d, "linux.resources.memory.limit", "memory.limit_in_bytes", v,
+               err) < 0)
+      return -1;
+  }
+  if (res->has_memory_reservation) {
+    snprintf(v, sizeof v, "%" PRId64, res->memory_reservation);
+    if (cg_set(d, "linux.resources.memory.reservation",
+               "memory.soft_limit_in_bytes", v, err) < 0)
+      return -1;
+  }
+  /* OCI's swap is memory+swap, exactly what memsw limits; 0 means unset, as
+   * in runc. memsw may not go below memory.limit_in_bytes, hence after it. */
+  if (!res->has_memory_swap || res->memory_swap == 0)
+    return 0;
+  if (!has_memsw(root)) {
+    if (res->memory_swap != -1 && !warned_swap) {
+      warned_swap = true;
+      log_warn("linux.resources.memory.swap: %s has no "
+               "memory.memsw.limit_in_bytes (no swap accounting; boot with "
+               "swapaccount=1): swap is not limited",
+               root);
+    }
+    return 0;
+  }
+  snprintf(v, sizeof v, "%" PRId64, res->memory_swap);
+  return cg_set(d, "linux.resources.memory.swap", "memory.memsw.limit_in_bytes",
+                v, err);
+}
+
+static int v1_cpu(const struct cg_dir *d, const struct coil_resources *res,
+                  struct coil_error *err) {
+  char v[32];
+  if (res->has_cpu_shares) {
+    snprintf(v, sizeof v, "%" PRIu64, res->cpu_shares);
+    if (cg_set(d, "linux.resources.cpu.shares", "cpu.shares", v, err) < 0)
+      return -1;
+  }
+  /* The kernel checks the quota against the period in force: period first. */
+  if (res->has_cpu_period) {
+    snprintf(v, sizeof v, "%" PRIu64, res->cpu_period);
+    if (cg_set(d, "linux.resources.cpu.period", "cpu.cfs_period_us", v, err) < 0)
+      return -1;
+  }
+  if (res->has_cpu_quota) {
+    snprintf(v, sizeof v, "%" PRId64, res->cpu_quota > 0 ? res->cpu_quota : -1);
+    if (cg_set(d, "linux.resources.cpu.quota", "cpu.cfs_quota_us", v, err) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+static int v1_apply(const struct cg_dir *d, const char *root,
+                    const struct coil_resources *res, struct coil_error *err) {
+  if (!res)
+    return 0;
+  if ((d->ctrls & CG_BIT(CG_MEMORY)) && v1_memory(d, root, res, err) < 0)
+    return -1;
+  if ((d->ctrls & CG_BIT(CG_PIDS)) && res->has_pids_limit) {
+    char v[32] = "max";
+    if (res->pids_limit > 0)
+      snprintf(v, sizeof v, "%" PRId64, res->pids_limit);
+    if (cg_set(d, "linux.resources.pids.limit", "pids.max", v, err) < 0)
+      return -1;
+  }
+  if ((d->ctrls & CG_BIT(CG_CPU)) && v1_cpu(d, res, err) < 0)
+    return -1;
+  if (d->ctrls & CG_BIT(CG_CPUSET)) {
+    if (res->cpu_cpus &&
+        cg_set(d, "linux.resources.cpu.cpus", "cpuset.cpus", res->cpu_cpus,
+               err) < 0)
+      return -1;
+    if (res->cpu_mems &&
+        cg_set(d, "linux.resources.cpu.mems", "cpuset.mems", res->cpu_mems,
+               err) < 0)
+      return -1;
+  }
+  for (size_t i = 0;
+       (d->ctrls & CG_BIT(CG_HUGETLB)) && i < res->n_hugepage_limits; i++) {
+    char field[64], file[64], v[32];
+    snprintf(field, sizeof field, "linux.resources.hugepageLimits[%zu].limit",
+             i);
+    snprintf(file, sizeof file, "hugetlb.%s.limit_in_bytes",
+             res->hugepage_limits[i].page_size);
+    snprintf(v, sizeof v, "%" PRIu64, res->hugepage_limits[i].limit);
+    if (cg_set(d, field, file, v, err) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+const struct cg_driver cg_driver_v1 = {
+    .name = "v1",
+    .oom_file = "memory.oom_control",
+    .init_level = v1_init_level,
+    .apply = v1_apply,
+};

@@ -1,0 +1,188 @@
+/* The cgroup v2 driver: one unified hierarchy, controllers passed down
+ * through cgroup.subtree_control, limits in the v2 file names and units. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cgroup_driver.h"
+#include "log.h"
+
+#define CPU_PERIOD_DEFAULT 100000 /* µs, the kernel's default */
+
+/* A cgroup gets a controller only if its parent lists it in
+ * cgroup.subtree_control: enable coil's at every level on the way down,
+ * starting with the existing parent. One write for all first; if that
+ * fails, one at a time, keeping what the parent can give and failing only
+ * for a controller some limit needs. */
+static int v2_init_level(struct cg_dir *d, const char *parent,
+                         const char *child, bool created,
+                         const struct coil_resources *res,
+                         struct coil_error *err) {
+  (void)child;
+  (void)created;
+  char all[128] = "";
+  for (int c = 0; c < CG_NCTRL; c++)
+    if (d->ctrls & CG_BIT(c))
+      snprintf(all + strlen(all), sizeof all - strlen(all), "%s+%s",
+               *all ? " " : "", cg_ctrl_names[c]);
+  if (!*all ||
+      cg_write(parent, "cgroup.subtree_control", all, d->kernel, err) == 0)
+    return 0;
+
+  unsigned needed = cg_needed(res);
+  for (enum cg_ctrl c = 0; c < CG_NCTRL; c++) {
+    if (!(d->ctrls & CG_BIT(c)))
+      continue;
+    char one[32];
+    snprintf(one, sizeof one, "+%s", cg_ctrl_names[c]);
+    if (cg_write(parent, "cgroup.subtree_control", one, d->kernel, err) == 0)
+      continue;
+    if (needed & CG_BIT(c)) {
+      char why[sizeof err->msg];
+      memcpy(why, err->msg, sizeof why);
+      return coil_error_set(
+          err, err->err, "%s: %s%s", cg_field(res, c), why,
+          err->err == EBUSY
+              ? " (a v2 cgroup with processes of its own cannot pass "
+                "controllers on: give an absolute linux.cgroupsPath outside "
+                "the launcher's cgroup)"
+              : "");
+    }
+    log_debug("cgroup: no %s controller below %s: %s", cg_ctrl_names[c],
+              parent, err->msg);
+    d->ctrls &= ~CG_BIT(c);
+  }
+  return 0;
+}
+
+/* -1 is "max"; anything else goes as it is, for the kernel to judge. */
+static void fmt_max(char *v, size_t n, int64_t x) {
+  if (x == -1)
+    snprintf(v, n, "max");
+  else
+    snprintf(v, n, "%" PRId64, x);
+}
+
+/* OCI's memory.swap is memory+swap (v1's memsw); v2 limits swap alone, so
+ * write swap - limit, the conversion runc and crun use. -1 stays "max";
+ * 0 means unset, as in runc. */
+static int v2_swap(const struct cg_dir *d, const struct coil_resources *res,
+                   struct coil_error *err) {
+  static const char field[] = "linux.resources.memory.swap";
+  char v[32] = "max";
+  if (!res->has_memory_swap || res->memory_swap == 0)
+    return 0;
+  if (res->memory_swap != -1) {
+    if (!res->has_memory_limit || res->memory_limit < 0)
+      return coil_error_set(err, EINVAL,
+                            "%s: on cgroup v2 a swap limit needs "
+                            "linux.resources.memory.limit",
+                            field);
+    if (res->memory_swap < res->memory_limit)
+      return coil_error_set(err, EINVAL,
+                            "%s: %" PRId64 " is memory+swap and must be at "
+                            "least linux.resources.memory.limit (%" PRId64 ")",
+                            field, res->memory_swap, res->memory_limit);
+    snprintf(v, sizeof v, "%" PRId64, res->memory_swap - res->memory_limit);
+  }
+  return cg_set(d, field, "memory.swap.max", v, err);
+}
+
+static int v2_memory(const struct cg_dir *d, const struct coil_resources *res,
+                     struct coil_error *err) {
+  char v[32];
+  if (res->has_memory_limit) {
+    fmt_max(v, sizeof v, res->memory_limit);
+    if (cg_set(d, "linux.resources.memory.limit", "memory.max", v, err) < 0)
+      return -1;
+  }
+  if (res->has_memory_reservation) {
+    fmt_max(v, sizeof v, res->memory_reservation);
+    if (cg_set(d, "linux.resources.memory.reservation", "memory.low", v, err) <
+        0)
+      return -1;
+  }
+  return v2_swap(d, res, err);
+}
+
+/* v1 shares [2, 262144] map linearly onto v2 weights [1, 10000], the
+ * formula runc and crun use, so a config gets the same share from either.
+ * Out-of-range shares are clamped as the v1 kernel clamps them. */
+static uint64_t shares_to_weight(uint64_t shares) {
+  if (shares < 2)
+    shares = 2;
+  if (shares > 262144)
+    shares = 262144;
+  return 1 + ((shares - 2) * 9999) / 262142;
+}
+
+static int v2_cpu(const struct cg_dir *d, const struct coil_resources *res,
+                  struct coil_error *err) {
+  char v[64];
+  if (res->has_cpu_shares) {
+    snprintf(v, sizeof v, "%" PRIu64, shares_to_weight(res->cpu_shares));
+    if (cg_set(d, "linux.resources.cpu.shares", "cpu.weight", v, err) < 0)
+      return -1;
+  }
+  if (res->has_cpu_quota || res->has_cpu_period) {
+    uint64_t period = res->has_cpu_period ? res->cpu_period : CPU_PERIOD_DEFAULT;
+    if (res->has_cpu_quota && res->cpu_quota > 0)
+      snprintf(v, sizeof v, "%" PRId64 " %" PRIu64, res->cpu_quota, period);
+    else
+      snprintf(v, sizeof v, "max %" PRIu64, period);
+    if (cg_set(d,
+               res->has_cpu_quota ? "linux.resources.cpu.quota"
+                                  : "linux.resources.cpu.period",
+               "cpu.max", v, err) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+static int v2_apply(const struct cg_dir *d, const char *root,
+                    const struct coil_resources *res, struct coil_error *err) {
+  (void)root;
+  if (!res)
+    return 0;
+  if ((d->ctrls & CG_BIT(CG_MEMORY)) && v2_memory(d, res, err) < 0)
+    return -1;
+  if ((d->ctrls & CG_BIT(CG_PIDS)) && res->has_pids_limit) {
+    char v[32] = "max";
+    if (res->pids_limit > 0)
+      snprintf(v, sizeof v, "%" PRId64, res->pids_limit);
+    if (cg_set(d, "linux.resources.pids.limit", "pids.max", v, err) < 0)
+      return -1;
+  }
+  if ((d->ctrls & CG_BIT(CG_CPU)) && v2_cpu(d, res, err) < 0)
+    return -1;
+  if (d->ctrls & CG_BIT(CG_CPUSET)) {
+    if (res->cpu_cpus &&
+        cg_set(d, "linux.resources.cpu.cpus", "cpuset.cpus", res->cpu_cpus,
+               err) < 0)
+      return -1;
+    if (res->cpu_mems &&
+        cg_set(d, "linux.resources.cpu.mems", "cpuset.mems", res->cpu_mems,
+               err) < 0)
+      return -1;
+  }
+  for (size_t i = 0;
+       (d->ctrls & CG_BIT(CG_HUGETLB)) && i < res->n_hugepage_limits; i++) {
+    char field[64], file[64], v[32];
+    snprintf(field, sizeof field, "linux.resources.hugepageLimits[%zu].limit",
+             i);
+    snprintf(file, sizeof file, "hugetlb.%s.max",
+             res->hugepage_limits[i].page_size);
+    snprintf(v, sizeof v, "%" PRIu64, res->hugepage_limits[i].limit);
+    if (cg_set(d, field, file, v, err) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+const struct cg_driver cg_driver_v2 = {
+    .name = "v2",
+    .oom_file = "memory.events",
+    .init_level = v2_init_level,
+    .apply = v2_apply,
+};

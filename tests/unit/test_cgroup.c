@@ -1,0 +1,723 @@
+/* cgroup.c and its drivers against fake cgroupfs trees (plain directories in
+ * a temporary directory, v2 and hybrid), then once against the real kernel,
+ * below this process's own cgroups, when run as root. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "cgroup_driver.h"
+#include "tap.h"
+
+/* tap.h's ok() evaluates its condition twice: calls with effects go first,
+ * into rc. */
+static char tmp[64];
+
+/* printf into one of a few rotating buffers, so several can be live. */
+static const char *pf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static const char *pf(const char *fmt, ...) {
+  static char bufs[8][PATH_MAX];
+  static int next;
+  char *b = bufs[next++ % 8];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(b, PATH_MAX, fmt, ap);
+  va_end(ap);
+  return b;
+}
+
+static void mkdirs(const char *path) {
+  char p[PATH_MAX];
+  snprintf(p, sizeof p, "%s", path);
+  for (char *s = p + 1; *s; s++)
+    if (*s == '/') {
+      *s = '\0';
+      mkdir(p, 0755);
+      *s = '/';
+    }
+  mkdir(p, 0755);
+}
+
+static void put(const char *path, const char *content) {
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", path);
+  *strrchr(dir, '/') = '\0';
+  mkdirs(dir);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    printf("# cannot write %s\n", path);
+    return;
+  }
+  fputs(content, f);
+  fclose(f);
+}
+
+/* A file's content without trailing newline, or NULL when unreadable. */
+static const char *get(const char *path) {
+  static char bufs[4][4096];
+  static int next;
+  char *b = bufs[next++ % 4];
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return NULL;
+  size_t n = fread(b, 1, 4095, f);
+  fclose(f);
+  b[n] = '\0';
+  while (n > 0 && b[n - 1] == '\n')
+    b[--n] = '\0';
+  return b;
+}
+
+static bool exists(const char *path) {
+  struct stat st;
+  return lstat(path, &st) == 0;
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag,
+                  struct FTW *ftw) {
+  (void)st;
+  (void)ftw;
+  return flag == FTW_DP ? rmdir(p) : unlink(p);
+}
+
+static void rm_rf(const char *path) {
+  nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A fresh fake tree: tmp/fs is the cgroup root, tmp/proc this process's
+ * /proc/self/cgroup. */
+static struct coil_cgroup_env fresh_env(void) {
+  static char fs[PATH_MAX], proc[PATH_MAX];
+  snprintf(fs, sizeof fs, "%s/fs", tmp);
+  snprintf(proc, sizeof proc, "%s/proc", tmp);
+  rm_rf(fs);
+  mkdirs(fs);
+  return (struct coil_cgroup_env){.fs_root = fs, .proc_self_cgroup = proc};
+}
+
+static struct coil_cgroup_env v2_tree(const char *controllers) {
+  struct coil_cgroup_env env = fresh_env();
+  const char *fs = env.fs_root;
+  put(pf("%s/cgroup.controllers", fs), controllers);
+  put(pf("%s/cgroup.subtree_control", fs), "");
+  put(pf("%s/cgroup.procs", fs), "1\n");
+  put(pf("%s/user.slice/x/cgroup.controllers", fs), controllers);
+  put(pf("%s/user.slice/x/cgroup.subtree_control", fs), "");
+  put(pf("%s/user.slice/x/cgroup.procs", fs), "100\n");
+  put(env.proc_self_cgroup, "0::/user.slice/x\n");
+  return env;
+}
+
+#define V2_ALL "cpuset cpu io memory hugetlb pids\n"
+
+static bool has(const char *s, const char *part) {
+  return s && strstr(s, part) != NULL;
+}
+
+static void test_v2_full(void) {
+  struct coil_cgroup_env env = v2_tree(V2_ALL);
+  const char *fs = env.fs_root;
+  char ps[] = "2MB";
+  struct coil_hugepage_limit huge = {.page_size = ps, .limit = 4194304};
+  char cpus[] = "0-1", mems[] = "0";
+  struct coil_resources r = {
+      .has_memory_limit = true, .memory_limit = 64 << 20,
+      .has_memory_reservation = true, .memory_reservation = 32 << 20,
+      .has_memory_swap = true, .memory_swap = 96 << 20,
+      .has_pids_limit = true, .pids_limit = 100,
+      .has_cpu_shares = true, .cpu_shares = 1024,
+      .has_cpu_quota = true, .cpu_quota = 50000,
+      .has_cpu_period = true, .cpu_period = 100000,
+      .cpu_cpus = cpus, .cpu_mems = mems,
+      .hugepage_limits = &huge, .n_hugepage_limits = 1,
+  };
+  struct coil_cgroup *cg = NULL;
+  struct coil_error err = {0};
+  int rc = cgroup_create(&env, NULL, "c1", &r, &cg, &err);
+  ok(rc == 0, "v2: create with every limit (%s)", rc ? err.msg : "ok");
+  if (rc)
+    return;
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", pf("%s/user.slice/x/coil/c1", fs));
+  ok(cg->n == 1 && !strcmp(cg->dirs[0].path, dir),
+     "v2: NULL cgroupsPath -> <own cgroup>/coil/<id>");
+  is_str(get(pf("%s/memory.max", dir)), "67108864", "v2: memory.max");
+  is_str(get(pf("%s/memory.low", dir)), "33554432", "v2: memory.low");
+  is_str(get(pf("%s/memory.swap.max", dir)), "33554432",
+         "v2: memory.swap.max = swap - limit");
+  is_str(get(pf("%s/pids.max", dir)), "100", "v2: pids.max");
+  is_str(get(pf("%s/cpu.weight", dir)), "39", "v2: shares 1024 -> weight 39");
+  is_str(get(pf("%s/cpu.max", dir)), "50000 100000", "v2: cpu.max");
+  is_str(get(pf("%s/cpuset.cpus", dir)), "0-1", "v2: cpuset.cpus");
+  is_str(get(pf("%s/cpuset.mems", dir)), "0", "v2: cpuset.mems");
+  is_str(get(pf("%s/hugetlb.2MB.max", dir)), "4194304", "v2: hugetlb.2MB.max");
+  is_str(get(pf("%s/user.slice/x/cgroup.subtree_control", fs)),
+         "+memory +pids +cpu +cpuset +hugetlb",
+         "v2: controllers enabled in the launcher's cgroup");
+  is_str(get(pf("%s/user.slice/x/coil/cgroup.subtree_control", fs)),
+         "+memory +pids +cpu +cpuset +hugetlb", "v2: ... and in coil/");
+  is_str(get(pf("%s/cgroup.subtree_control", fs)), "",
+         "v2: the root's subtree_control is left alone");
+  ok(!exists(pf("%s/cgroup.subtree_control", dir)),
+     "v2: nothing enabled in the container's own (leaf) cgroup");
+
+  rc = cgroup_enter(cg, 4242, &err);
+  ok(rc == 0, "v2: enter");
+  is_str(get(pf("%s/cgroup.procs", dir)), "4242", "v2: pid in cgroup.procs");
+
+  put(pf("%s/cgroup.procs", dir), "12\n34\n");
+  put(pf("%s/sub/cgroup.procs", dir), "56\n");
+  pid_t *pids = NULL;
+  size_t n = 0;
+  rc = cgroup_pids(cg, &pids, &n, &err);
+  ok(rc == 0 && n == 3 && pids[0] == 12 && pids[1] == 34 && pids[2] == 56,
+     "v2: pids of the cgroup and its sub-cgroups (n=%zu)", n);
+  free(pids);
+
+  ok(!cgroup_oom_killed(cg), "v2: no memory.events, no OOM");
+  put(pf("%s/memory.events", dir), "low 0\nhigh 0\nmax 4\noom 1\noom_kill 0\n");
+  ok(!cgroup_oom_killed(cg), "v2: oom_kill 0 is no OOM kill");
+  put(pf("%s/memory.events", dir), "low 0\nhigh 0\nmax 4\noom 1\noom_kill 2\n");
+  ok(cgroup_oom_killed(cg), "v2: oom_kill 2 in memory.events");
+
+  char *s = cgroup_serialize(cg);
+  ok(s && !strchr(s, '\n') && !strchr(s, '"') && !strchr(s, '\\'),
+     "v2: serialized on one JSON-safe line: %s", s ? s : "(null)");
+  struct coil_cgroup *back = NULL;
+  rc = s ? cgroup_deserialize(s, &back, &err) : -1;
+  char *s2 = rc == 0 ? cgroup_serialize(back) : NULL;
+  is_str(s2, s, "v2: serialize -> deserialize -> serialize round trip");
+  ok(rc == 0 && back->n == 1 && !strcmp(back->dirs[0].path, dir) &&
+         back->dirs[0].drv == &cg_driver_v2 && back->dirs[0].levels == 1 &&
+         back->dirs[0].ctrls == cg->dirs[0].ctrls,
+     "v2: deserialized fields");
+  free(s);
+  free(s2);
+
+  rc = cgroup_destroy(back ? back : cg, &err);
+  ok(rc == 0, "v2: destroy (%s)", rc ? err.msg : "ok");
+  ok(!exists(dir), "v2: container cgroup and its sub-cgroup removed");
+  ok(!exists(pf("%s/user.slice/x/coil", fs)), "v2: empty coil/ removed");
+  ok(exists(pf("%s/user.slice/x/cgroup.procs", fs)),
+     "v2: the launcher's cgroup is left");
+  rc = cgroup_destroy(cg, &err);
+  ok(rc == 0, "v2: destroy again succeeds");
+  cgroup_free(back);
+  cgroup_free(cg);
+}
+
+static void test_v2_paths(void) {
+  struct coil_cgroup_env env = v2_tree(V2_ALL);
+  const char *fs = env.fs_root;
+  struct coil_cgroup *cg = NULL;
+  struct coil_error err = {0};
+
+  int rc = cgroup_create(&env, "a/b", "ignored", NULL, &cg, &err);
+  ok(rc == 0 && !strcmp(cg->dirs[0].path, pf("%s/user.slice/x/coil/a/b", fs)),
+     "v2: relative cgroupsPath -> <own cgroup>/coil/<path> (%s)",
+     rc ? err.msg : "ok");
+  is_str(get(pf("%s/user.slice/x/coil/a/cgroup.subtree_control", fs)),
+         "+memory +pids +cpu +cpuset",
+         "v2: every level enabled; no hugetlb without hugepageLimits");
+  if (rc == 0) {
+    rc = cgroup_destroy(cg, &err);
+    ok(rc == 0 && !exists(pf("%s/user.slice/x/coil", fs)),
+       "v2: destroy removes a/b, a and coil");
+    cgroup_free(cg);
+  }
+
+  rc = cgroup_create(&env, "/abs/c3", "ignored", NULL, &cg, &err);
+  ok(rc == 0 && !strcmp(cg->dirs[0].path, pf("%s/abs/c3", fs)),
+     "v2: absolute cgroupsPath -> <root>/<path> (%s)", rc ? err.msg : "ok");
+  is_str(get(pf("%s/cgroup.subtree_control", fs)), "+memory +pids +cpu +cpuset",
+         "v2: absolute: the root enables for the level made below it");
+  is_str(get(pf("%s/abs/cgroup.subtree_control", fs)),
+         "+memory +pids +cpu +cpuset", "v2: absolute: and abs/ for c3");
+  if (rc == 0) {
+    rc = cgroup_destroy(cg, &err);
+    ok(rc == 0 && !exists(pf("%s/abs", fs)) &&
+           exists(pf("%s/cgroup.procs", fs)),
+       "v2: destroy removes c3 and the abs/ it made, not the root");
+    cgroup_free(cg);
+  }
+
+  mkdirs(pf("%s/pre", fs));
+  rc = cgroup_create(&env, "/pre/c4", "ignored", NULL, &cg, &err);
+  ok(rc == 0, "v2: absolute below an existing cgroup (%s)",
+     rc ? err.msg : "ok");
+  if (rc == 0) {
+    rc = cgroup_destroy(cg, &err);
+    ok(rc == 0 && !exists(pf("%s/pre/c4", fs)) &&
+           exists(pf("%s/pre", fs)),
+       "v2: destroy leaves the existing parent");
+    cgroup_free(cg);
+  }
+}
+
+/* Creates "v" with r, returns the content of file in it, destroys it. */
+static const char *v2_value(struct coil_cgroup_env *env,
+                            const struct coil_resources *r, const char *file) {
+  struct coil_cgroup *cg = NULL;
+  struct coil_error err = {0};
+  if (cgroup_create(env, NULL, "v", r, &cg, &err) < 0) {
+    printf("# create: %s\n", err.msg);
+    return NULL;
+  }
+  const char *v = get(pf("%s/%s", cg->dirs[0].path, file));
+  cgroup_destroy(cg, &err);
+  cgroup_free(cg);
+  return v;
+}
+
+static void test_v2_values(void) {
+  struct coil_cgroup_env env = v2_tree(V2_ALL);
+  struct coil_resources r;
+
+  r = (struct coil_resources){.has_pids_limit = true, .pids_limit = -1};
+  is_str(v2_value(&env, &r, "pids.max"), "max", "v2: pids -1 -> max");
+  r = (struct coil_resources){.has_pids_limit = true, .pids_limit = 0};
+  is_str(v2_value(&env, &r, "pids.max"), "max", "v2: pids 0 -> max");
+  r = (struct coil_resources){.has_memory_limit = true, .memory_limit = -1};
+  is_str(v2_value(&env, &r, "memory.max"), "max", "v2: memory -1 -> max");
+  r = (struct coil_resources){.has_memory_limit = true,
+                              .memory_limit = 1 << 20,
+                              .has_memory_swap = true,
+                              .memory_swap = -1};
+  is_str(v2_value(&env, &r, "memory.swap.max"), "max", "v2: swap -1 -> max");
+  r = (struct coil_resources){.has_cpu_quota = true, .cpu_quota = -1};
+  is_str(v2_value(&env, &r, "cpu.max"), "max 100000",
+         "v2: quota -1 -> \"max 100000\"");
+  r = (struct coil_resources){.has_cpu_quota = true, .cpu_quota = 20000};
+  is_str(v2_value(&env, &r, "cpu.max"), "20000 100000",
+         "v2: quota alone gets the default period");
+  r = (struct coil_resources){.has_cpu_period = true, .cpu_period = 50000};
+  is_str(v2_value(&env, &r, "cpu.max"), "max 50000", "v2: period alone");
+  static const struct {
+    uint64_t shares;
+    const char *weight;
+  } w[] = {{2, "1"}, {1024, "39"}, {262144, "10000"}, {0, "1"}, {1000000, "10000"}};
+  for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
+    r = (struct coil_resources){.has_cpu_shares = true, .cpu_shares = w[i].shares};
+    is_str(v2_value(&env, &r, "cpu.weight"), w[i].weight,
+           "v2: shares %llu -> weight %s", (unsigned long long)w[i].shares,
+           w[i].weight);
+  }
+}
+
+static void test_v2_errors(void) {
+  struct coil_cgroup_env env = v2_tree(V2_ALL);
+  const char *fs = env.fs_root;
+  struct coil_cgroup *cg = NULL;
+  struct coil_error err = {0};
+
+  static const char *const bad[] = {"a/../b", "../x", "/a/..", "a//b", "a/",
+                                    "/",      "",     "./a"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    err.msg[0] = '\0';
+    int rc = cgroup_create(&env, bad[i], "id", NULL, &cg, &err);
+    ok(rc < 0 && cg == NULL && has(err.msg, "linux.cgroupsPath"),
+       "v2: cgroupsPath \"%s\" rejected: %s", bad[i], err.msg);
+  }
+  int rc = cgroup_create(&env, "system.slice:docker:abc", "id", NULL, &cg, &err);
+  ok(rc < 0 && has(err.msg, "linux.cgroupsPath") && has(err.msg, "systemd"),
+     "v2: systemd slice form rejected: %s", err.msg);
+  rc = cgroup_create(&env, NULL, "a/b/../../..", NULL, &cg, &err);
+  ok(rc < 0 && has(err.msg, "container id"), "v2: bad id rejected: %s",
+     err.msg);
+  ok(!exists(pf("%s/user.slice/x/coil", fs)) && !exists(pf("%s/a", fs)),
+     "v2: nothing created for rejected paths");
+
+  /* swap < limit fails after the directories exist: all must go. */
+  struct coil_resources r = {.has_memory_limit = true, .memory_limit = 64 << 20,
+                             .has_memory_swap = true, .memory_swap = 32 << 20};
+  rc = cgroup_create(&env, NULL, "rb", &r, &cg, &err);
+  ok(rc < 0 && has(err.msg, "linux.resources.memory.swap"),
+     "v2: swap below the memory limit fails: %s", err.msg);
+  ok(!exists(pf("%s/user.slice/x/coil", fs)), "v2: rolled back completely");
+
+  /* A write that fails: cgroup.subtree_control made a directory. */
+  char stc[PATH_MAX];
+  snprintf(stc, sizeof stc, "%s", pf("%s/user.slice/x/cgroup.subtree_control", fs));
+  unlink(stc);
+  mkdir(stc, 0755);
+  r = (struct coil_resources){.has_memory_limit = true, .memory_limit = 1 << 20};
+  rc = cgroup_create(&env, NULL, "rb2", &r, &cg, &err);
+  ok(rc < 0 && has(err.msg, "linux.resources.memory.limit") &&
+         has(err.msg, "cgroup.subtree_control"),
+     "v2: failed write names field and file: %s", err.msg);
+  ok(!exists(pf("%s/user.slice/x/coil", fs)), "v2: rolled back completely");
+  /* Without limits the controllers that cannot be enabled are dropped. */
+  rc = cgroup_create(&env, NULL, "rb3", NULL, &cg, &err);
+  char *s = rc == 0 ? cgroup_serialize(cg) : NULL;
+  ok(rc == 0 && has(s, " v2:-:"),
+     "v2: controllers nobody needs are dropped when they cannot be enabled: "
+     "%s",
+     s ? s : err.msg);
+  free(s);
+  if (rc == 0) {
+    cgroup_destroy(cg, &err);
+    cgroup_free(cg);
+  }
+  rmdir(stc);
+  put(stc, "");
+
+  mkdirs(pf("%s/user.slice/x/coil/dup", fs));
+  rc = cgroup_create(&env, NULL, "dup", NULL, &cg, &err);
+  ok(rc < 0 && has(err.msg, "already exists"), "v2: existing cgroup: %s",
+     err.msg);
+  ok(exists(pf("%s/user.slice/x/coil/dup", fs)),
+     "v2: the existing cgroup is not removed");
+  rmdir(pf("%s/user.slice/x/coil/dup", fs));
+  rmdir(pf("%s/user.slice/x/coil", fs));
+
+  char ps[] = "2XB";
+  struct coil_hugepage_limit huge = {.page_size = ps, .limit = 1};
+  r = (struct coil_resources){.hugepage_limits = &huge, .n_hugepage_limits = 1};
+  rc = cgroup_create(&env, NULL, "hp", &r, &cg, &err);
+  ok(rc < 0 && has(err.msg, "hugepageLimits[0].pageSize"),
+     "v2: bad page size: %s", err.msg);
+
+  env = v2_tree("cpu memory\n");
+  r = (struct coil_resources){.has_pids_limit = true, .pids_limit = 5};
+  rc = cgroup_create(&env, NULL, "np", &r, &cg, &err);
+  ok(rc < 0 && has(err.msg, "linux.resources.pids.limit") &&
+         has(err.msg, "no pids"),
+     "v2: limit for a controller the host lacks: %s", err.msg);
+  ok(!exists(pf("%s/user.slice/x/coil", env.fs_root)), "v2: nothing created");
+
+  struct coil_cgroup *back;
+  static const char *const bad_state[] = {
+      "", "coil-cgroup/1", "coil-cgroup/2 v2:-:0:/a/b", "coil-cgroup/1 v3:-:0:/a/b",
+      "coil-cgroup/1 v2:bogus:0:/a/b", "coil-cgroup/1 v2:-:2:/a/b",
+      "coil-cgroup/1 v2:-:0:a/b", "coil-cgroup/1 v2:-:0:/a/../b",
+      "coil-cgroup/1 v2:-:0:/a%2", "coil-cgroup/1 v2:-:0:/a%00",
+      "coil-cgroup/1 v2:-:/a"};
+  for (size_t i = 0; i < sizeof bad_state / sizeof *bad_state; i++) {
+    back = NULL;
+    rc = cgroup_deserialize(bad_state[i], &back, &err);
+    ok(rc < 0 && back == NULL, "deserialize rejects \"%s\": %s", bad_state[i],
+       err.msg);
+  }
+  rc = cgroup_deserialize("coil-cgroup/1 v1:cpu,cpuacct:1:/x/a%20b%3Ac/y", &back,
+                          &err);
+  ok(rc == 0 && !strcmp(back->dirs[0].path, "/x/a b:c/y") &&
+         back->dirs[0].ctrls == (CG_BIT(CG_CPU) | CG_BIT(CG_CPUACCT)),
+     "deserialize decodes escapes and controller lists");
+  if (rc == 0)
+    cgroup_free(back);
+}
+
+static struct coil_cgroup_env hybrid_tree(bool comounted) {
+  struct coil_cgroup_env env = fresh_env();
+  const char *fs = env.fs_root;
+  put(pf("%s/unified/cgroup.controllers", fs), "hugetlb\n");
+  put(pf("%s/unified/cgroup.subtree_control", fs), "");
+  put(pf("%s/unified/cgroup.procs", fs), "1\n");
+  put(pf("%s/memory/cgroup.procs", fs), "1\n");
+  put(pf("%s/memory/memory.memsw.limit_in_bytes", fs), "9223372036854771712\n");
+  put(pf("%s/memory/mem/x/cgroup.procs", fs), "100\n");
+  put(pf("%s/pids/cgroup.procs", fs), "1\n");
+  put(pf("%s/cpuset/cgroup.procs", fs), "1\n");
+  put(pf("%s/cpuset/cpuset.cpus", fs), "0-3\n");
+  put(pf("%s/cpuset/cpuset.mems", fs), "0\n");
+  put(pf("%s/devices/cgroup.procs", fs), "1\n");
+  put(pf("%s/systemd/cgroup.procs", fs), "1\n");
+  mkdirs(pf("%s/blkio", fs)); /* a bare mount point: no hierarchy */
+  if (comounted) {
+    put(pf("%s/cpu,cpuacct/cgroup.procs", fs), "1\n");
+    symlink("cpu,cpuacct", pf("%s/cpu", fs));
+    symlink("cpu,cpuacct", pf("%s/cpuacct", fs));
+  } else {
+    put(pf("%s/cpu/cgroup.procs", fs), "1\n");
+    put(pf("%s/cpuacct/cgroup.procs", fs), "1\n");
+  }
+  put(env.proc_self_cgroup,
+      comounted ? "9:name=systemd:/\n8:pids:/\n5:devices:/\n4:memory:/mem/x\n"
+                  "3:cpuset:/\n2:cpu,cpuacct:/\n0::/\n"
+                : "9:name=systemd:/\n8:pids:/\n5:devices:/\n4:memory:/mem/x\n"
+                  "3:cpuset:/\n2:cpuacct:/\n1:cpu:/\n0::/\n");
+  return env;
+}
+
+static void test_hybrid(void) {
+  struct coil_cgroup_env env = hybrid_tree(false);
+  const char *fs = env.fs_root;
+  struct coil_resources r = {
+      .has_memory_limit = true, .memory_limit = 64 << 20,
+      .has_memory_reservation = true, .memory_reservation = 32 << 20,
+      .has_memory_swap = true, .memory_swap = 96 << 20,
+      .has_pids_limit = true, .pids_limit = 0,
+      .has_cpu_shares = true, .cpu_shares = 512,
+      .has_cpu_quota = true, .cpu_quota = 50000,
+      .has_cpu_period = true, .cpu_period = 100000,
+  };
+  struct coil_cgroup *cg = NULL;
+  struct coil_error err = {0};
+  int rc = cgroup_create(&env, NULL, "h1", &r, &cg, &err);
+  ok(rc == 0, "hybrid: create (%s)", rc ? err.msg : "ok");
+  if (rc)
+    return;
+  char mem[PATH_MAX];
+  snprintf(mem, sizeof mem, "%s", pf("%s/memory/mem/x/coil/h1", fs));
+  is_str(get(pf("%s/memory.limit_in_bytes", mem)), "67108864",
+         "v1: memory.limit_in_bytes, below the memory cgroup of this process");
+  is_str(get(pf("%s/memory.soft_limit_in_bytes", mem)), "33554432",
+         "v1: memory.soft_limit_in_bytes");
+  is_str(get(pf("%s/memory.memsw.limit_in_bytes", mem)), "100663296",
+         "v1: memory.memsw.limit_in_bytes = memory+swap as given");
+  is_str(get(pf("%s/pids/coil/h1/pids.max", fs)), "max", "v1: pids 0 -> max");
+  is_str(get(pf("%s/cpu/coil/h1/cpu.shares", fs)), "512", "v1: cpu.shares");
+  is_str(get(pf("%s/cpu/coil/h1/cpu.cfs_period_us", fs)), "100000",
+         "v1: cpu.cfs_period_us");
+  is_str(get(pf("%s/cpu/coil/h1/cpu.cfs_quota_us", fs)), "50000",
+         "v1: cpu.cfs_quota_us");
+  ok(exists(pf("%s/cpuacct/coil/h1", fs)), "v1: cpuacct cgroup made");
+  is_str(get(pf("%s/cpuset/coil/cpuset.cpus", fs)), "0-3",
+         "v1: cpuset.cpus copied into coil/");
+  is_str(get(pf("%s/cpuset/coil/cpuset.mems", fs)), "0",
+         "v1: cpuset.mems copied into coil/");
+  is_str(get(pf("%s/cpuset/coil/h1/cpuset.cpus", fs)), "0-3",
+         "v1: cpuset.cpus copied into the container's cgroup");
+  is_str(get(pf("%s/cpuset/coil/h1/cpuset.mems", fs)), "0",
+         "v1: cpuset.mems copied into the container's cgroup");
+  ok(exists(pf("%s/unified/coil/h1", fs)), "hybrid: unified hierarchy joined");
+  is_str(get(pf("%s/unified/cgroup.subtree_control", fs)), "",
+         "hybrid: nothing enabled on unified without hugepageLimits");
+  ok(!exists(pf("%s/devices/coil", fs)) && !exists(pf("%s/systemd/coil", fs)) &&
+         !exists(pf("%s/blkio/coil", fs)),
+     "hybrid: devices, name=systemd and a bare mount point left alone");
+  ok(cg->n == 6, "hybrid: 6 hierarchies (unified, memory, pids, cpu, "
+                 "cpuacct, cpuset): %zu",
+     cg->n);
+
+  rc = cgroup_enter(cg, 777, &err);
+  ok(rc == 0 &&
+         !strcmp(get(pf("%s/cgroup.procs", mem)), "777") &&
+         !strcmp(get(pf("%s/cpuset/coil/h1/cgroup.procs", fs)), "777") &&
+         !strcmp(get(pf("%s/unified/coil/h1/cgroup.procs", fs)), "777"),
+     "hybrid: enter writes every hierarchy's cgroup.procs");
+  pid_t *pids = NULL;
+  size_t n = 0;
+  put(pf("%s/pids/coil/h1/cgroup.procs", fs), "5\n");
+  rc = cgroup_pids(cg, &pids, &n, &err);
+  ok(rc == 0 && n == 1 && pids[0] == 5,
+     "hybrid: pids read from the pids hierarchy");
+  free(pids);
+
+  put(pf("%s/memory.oom_control", mem),
+      "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n");
+  ok(!cgroup_oom_killed(cg), "v1: oom_kill 0");
+  put(pf("%s/memory.oom_control", mem),
+      "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n");
+  ok(cgroup_oom_killed(cg), "v1: oom_kill 1 in memory.oom_control");
+
+  char *s = cgroup_serialize(cg);
+  struct coil_cgroup *back = NULL;
+  rc = s ? cgroup_deserialize(s, &back, &err) : -1;
+  char *s2 = rc == 0 ? cgroup_serialize(back) : NULL;
+  is_str(s2, s, "hybrid: serialize round trip");
+  free(s);
+  free(s2);
+  rc = cgroup_destroy(back ? back : cg, &err);
+  ok(rc == 0, "hybrid: destroy (%s)", rc ? err.msg : "ok");
+  bool gone = !exists(pf("%s/memory/mem/x/coil", fs));
+  static const char *const h[] = {"unified", "pids", "cpu", "cpuacct", "cpuset"};
+  for (size_t i = 0; i < sizeof h / sizeof *h; i++)
+    gone = gone && !exists(pf("%s/%s/coil", fs, h[i]));
+  ok(gone && exists(pf("%s/memory/mem/x", fs)),
+     "hybrid: every coil/ removed, the launcher's cgroups left");
+  cgroup_free(back);
+  cgroup_free(cg);
+
+  char cpus[] = "1", mems[] = "0";
+  r = (struct coil_resources){.cpu_cpus = cpus, .cpu_mems = mems,
+                              .has_cpu_quota = true, .cpu_quota = -1};
+  rc = cgroup_create(&env, NULL, "h2", &r, &cg, &err);
+  ok(rc == 0, "hybrid: create with cpuset limits (%s)", rc ? err.msg : "ok");
+  if (rc == 0) {
+    is_str(get(pf("%s/cpuset/coil/h2/cpuset.cpus", fs)), "1",
+           "v1: cpuset.cpus from the config");
+    is_str(get(pf("%s/cpuset/coil/cpuset.cpus", fs)), "0-3",
+           "v1: coil/ keeps the parent's cpus");
+    is_str(get(pf("%s/cpu/coil/h2/cpu.cfs_quota_us", fs)), "-1",
+           "v1: quota -1 -> -1");
+    cgroup_destroy(cg, &err);
+    cgroup_free(cg);
+  }
+
+  unlink(pf("%s/memory/memory.memsw.limit_in_bytes", fs));
+  r = (struct coil_resources){.has_memory_limit = true, .memory_limit = 1 << 20,
+                              .has_memory_swap = true, .memory_swap = 2 << 20};
+  printf("# a warning about swap accounting is expected next\n");
+  rc = cgroup_create(&env, NULL, "h3", &r, &cg, &err);
+  ok(rc == 0 && !exists(pf("%s/memory/mem/x/coil/h3/memory.memsw.limit_in_bytes",
+                           fs)),
+     "v1: no swap accounting: swap skipped with a warning (%s)",
+     rc ? err.msg : "ok");
+  if (rc == 0) {
+    cgroup_destroy(cg, &err);
+    cgroup_free(cg);
+  }
+
+  char ps[] = "2MB";
+  struct coil_hugepage_limit huge = {.page_size = ps, .limit = 4194304};
+  r = (struct coil_resources){.hugepage_limits = &huge, .n_hugepage_limits = 1};
+  rc = cgroup_create(&env, NULL, "h4", &r, &cg, &err);
+  ok(rc == 0, "hybrid: hugetlb through unified (%s)", rc ? err.msg : "ok");
+  if (rc == 0) {
+    is_str(get(pf("%s/unified/coil/h4/hugetlb.2MB.max", fs)), "4194304",
+           "hybrid: hugetlb.2MB.max on unified");
+    is_str(get(pf("%s/unified/cgroup.subtree_control", fs)), "+hugetlb",
+           "hybrid: +hugetlb enabled on unified");
+    cgroup_destroy(cg, &err);
+    cgroup_free(cg);
+  }
+
+  /* cpuset comes last: memory, pids, cpu, cpuacct, unified exist by then. */
+  char cm[PATH_MAX];
+  snprintf(cm, sizeof cm, "%s", pf("%s/cpuset/cpuset.mems", fs));
+  unlink(cm);
+  mkdir(cm, 0755);
+  rc = cgroup_create(&env, NULL, "h5", NULL, &cg, &err);
+  ok(rc < 0 && has(err.msg, "cpuset.mems"), "hybrid: failing cpuset copy: %s",
+     err.msg);
+  gone = !exists(pf("%s/memory/mem/x/coil", fs));
+  for (size_t i = 0; i < sizeof h / sizeof *h; i++)
+    gone = gone && !exists(pf("%s/%s/coil", fs, h[i]));
+  ok(gone, "hybrid: rolled back in every hierarchy");
+  rmdir(cm);
+
+  env = hybrid_tree(true);
+  fs = env.fs_root;
+  rc = cgroup_create(&env, "/co", "ignored", NULL, &cg, &err);
+  s = rc == 0 ? cgroup_serialize(cg) : NULL;
+  ok(rc == 0 && has(s, "v1:cpu,cpuacct:0:") && cg->n == 5,
+     "hybrid: co-mounted cpu,cpuacct is one hierarchy: %s", s ? s : err.msg);
+  free(s);
+  if (rc == 0) {
+    ok(exists(pf("%s/cpu,cpuacct/co", fs)) && exists(pf("%s/memory/co", fs)),
+       "hybrid: absolute path below each hierarchy root");
+    rc = cgroup_destroy(cg, &err);
+    ok(rc == 0 && !exists(pf("%s/cpu,cpuacct/co", fs)),
+       "hybrid: co-mounted destroy");
+    cgroup_free(cg);
+  }
+
+  r = (struct coil_resources){.hugepage_limits = &huge, .n_hugepage_limits = 1};
+  put(pf("%s/unified/cgroup.controllers", fs), "\n");
+  rc = cgroup_create(&env, NULL, "nh", &r, &cg, &err);
+  ok(rc < 0 && has(err.msg, "linux.resources.hugepageLimits") &&
+         has(err.msg, "no hugetlb"),
+     "hybrid: hugepageLimits without hugetlb: %s", err.msg);
+}
+
+/* Below this process's own cgroups on the real host, cleaned up after. */
+static void test_real(void) {
+  if (geteuid() != 0 || (access("/sys/fs/cgroup/cgroup.controllers", F_OK) &&
+                         access("/sys/fs/cgroup/memory/cgroup.procs", F_OK))) {
+    ok(1, "# SKIP real cgroupfs needs root and a memory cgroup");
+    return;
+  }
+  char id[64];
+  snprintf(id, sizeof id, "unit-%d-%ld", (int)getpid(), (long)time(NULL));
+  struct coil_resources r = {.has_memory_limit = true,
+                             .memory_limit = 32 << 20,
+                             .has_memory_swap = true,
+                             .memory_swap = 32 << 20,
+                             .has_pids_limit = true,
+                             .pids_limit = 16};
+  struct coil_cgroup *cg = NULL;
+  struct coil_error err = {0};
+  int rc = cgroup_create(NULL, NULL, id, &r, &cg, &err);
+  ok(rc == 0, "real: create %s (%s)", id, rc ? err.msg : "ok");
+  if (rc)
+    return;
+  const struct cg_dir *mem = NULL;
+  for (size_t i = 0; i < cg->n; i++) {
+    printf("# real: %s %s\n", cg->dirs[i].drv->name, cg->dirs[i].path);
+    if (cg->dirs[i].ctrls & CG_BIT(CG_MEMORY))
+      mem = &cg->dirs[i];
+  }
+  ok(mem && strstr(mem->path, "/coil/") && mem->kernel,
+     "real: memory cgroup below coil/ on a cgroupfs");
+  if (mem)
+    is_str(get(pf("%s/%s", mem->path,
+                  mem->drv == &cg_driver_v1 ? "memory.limit_in_bytes"
+                                            : "memory.max")),
+           "33554432", "real: memory limit reads back");
+
+  int go[2];
+  if (pipe(go) < 0)
+    return;
+  pid_t child = fork();
+  if (child == 0) {
+    char c;
+    close(go[1]);
+    if (read(go[0], &c, 1) != 1)
+      _exit(3);
+    size_t len = 128 << 20;
+    char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      _exit(2);
+    for (size_t i = 0; i < len; i += 4096)
+      p[i] = 1;
+    _exit(0);
+  }
+  close(go[0]);
+  rc = cgroup_enter(cg, child, &err);
+  ok(rc == 0, "real: enter (%s)", rc ? err.msg : "ok");
+  pid_t *pids = NULL;
+  size_t n = 0;
+  rc = cgroup_pids(cg, &pids, &n, &err);
+  ok(rc == 0 && n == 1 && pids[0] == child,
+     "real: cgroup_pids lists the child");
+  free(pids);
+  ok(!cgroup_oom_killed(cg), "real: no OOM kill yet");
+  if (write(go[1], "x", 1) != 1)
+    kill(child, SIGKILL);
+  close(go[1]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ok(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+     "real: 128 MiB in a 32 MiB cgroup is killed (status %#x)", status);
+  ok(cgroup_oom_killed(cg), "real: the OOM kill is reported");
+
+  rc = cgroup_destroy(cg, &err);
+  ok(rc == 0, "real: destroy (%s)", rc ? err.msg : "ok");
+  bool gone = true;
+  for (size_t i = 0; i < cg->n; i++)
+    gone = gone && !exists(cg->dirs[i].path);
+  ok(gone, "real: every cgroup removed");
+  rc = cgroup_destroy(cg, &err);
+  ok(rc == 0, "real: destroy again succeeds");
+  cgroup_free(cg);
+}
+
+int main(void) {
+  snprintf(tmp, sizeof tmp, "/tmp/coil-cgroup-XXXXXX");
+  if (!mkdtemp(tmp)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  test_v2_full();
+  test_v2_paths();
+  test_v2_values();
+  test_v2_errors();
+  test_hybrid();
+  test_real();
+  rm_rf(tmp);
+  return tap_done();
+}
