@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/capability.h>
 
 #include "cleanup.h"
 
@@ -118,6 +119,32 @@ static int eperm_error(const struct coil_rlimits *r, size_t i,
                           limit_str(cur.rlim_max, have, sizeof have), want);
   return coil_error_sys(err, EPERM, "process.rlimits[%zu]: setrlimit(%s)", i,
                         r->name[i]);
+}
+
+/* True when this process may raise hard limits (CAP_SYS_RESOURCE effective
+ * in the initial user namespace, which is where create runs). */
+static bool can_raise_hard(void) {
+  cap_t caps = cap_get_proc();
+  cap_flag_value_t v = CAP_CLEAR;
+  if (caps) {
+    cap_get_flag(caps, CAP_SYS_RESOURCE, CAP_EFFECTIVE, &v);
+    cap_free(caps);
+  }
+  return v == CAP_SET;
+}
+
+int rlimits_check(const struct coil_rlimits *r, struct coil_error *err) {
+  bool privileged = can_raise_hard();
+  for (size_t i = 0; i < r->n; i++) {
+    struct rlimit cur;
+    if (getrlimit(r->resource[i], &cur) < 0)
+      continue;
+    uint64_t open_max = r->resource[i] == RLIMIT_NOFILE ? nr_open() : 0;
+    bool too_high = open_max && r->lim[i].rlim_max > open_max;
+    if (too_high || (!privileged && r->lim[i].rlim_max > cur.rlim_max))
+      return eperm_error(r, i, err);
+  }
+  return 0;
 }
 
 int rlimits_apply(const struct coil_rlimits *r, struct coil_error *err) {

@@ -20,6 +20,9 @@ struct coil_rlimits {
  * process.rlimits[i].type / .soft. */
 int rlimits_parse(const struct coil_process *p, struct coil_rlimits *out,
                   struct coil_error *err);
+/* In the parent: fails, naming the field, when a hard limit could not be
+ * raised to the requested value, so create fails before anything exists. */
+int rlimits_check(const struct coil_rlimits *r, struct coil_error *err);
 int rlimits_apply(const struct coil_rlimits *r, struct coil_error *err);
 
 /* RLIMIT_ name <-> number, for tests and messages. -1 when unknown. */

@@ -1,0 +1,53 @@
+/* The CLI: global options, the command table, exit codes. Only cmd/ decides
+ * how coil exits. */
+#ifndef COIL_CMD_H
+#define COIL_CMD_H
+
+#include <stdbool.h>
+
+/* Exit statuses (README "Exit codes"). */
+enum {
+  EXIT_OK = 0,
+  EXIT_ERR = 1,           /* a command other than run failed */
+  EXIT_COIL_FAILED = 125, /* run: coil itself failed */
+};
+
+struct global_opts {
+  const char *root;
+  const char *log;
+  bool log_json;
+  bool debug;
+};
+
+typedef int (*command_fn)(const struct global_opts *g, int argc, char **argv);
+
+struct command {
+  const char *name;
+  command_fn fn;
+  const char *usage;   /* "create [options] ID" */
+  const char *summary; /* one line */
+  const char *help;    /* option lines */
+};
+
+int cmd_create(const struct global_opts *g, int argc, char **argv);
+int cmd_start(const struct global_opts *g, int argc, char **argv);
+int cmd_run(const struct global_opts *g, int argc, char **argv);
+int cmd_state(const struct global_opts *g, int argc, char **argv);
+int cmd_kill(const struct global_opts *g, int argc, char **argv);
+int cmd_delete(const struct global_opts *g, int argc, char **argv);
+int cmd_list(const struct global_opts *g, int argc, char **argv);
+int cmd_spec(const struct global_opts *g, int argc, char **argv);
+int cmd_features(const struct global_opts *g, int argc, char **argv);
+
+/* Prints the command's help to stdout. */
+void cmd_print_help(const struct command *c);
+const struct command *cmd_find(const char *name);
+
+/* Shared option handling: true when argv asks for help (then prints it). */
+bool cmd_wants_help(const char *name, int argc, char **argv);
+
+/* Prints "coil <cmd>: <msg>"-style usage error; returns EXIT_ERR. */
+int cmd_usage_error(const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif

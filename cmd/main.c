@@ -1,0 +1,172 @@
+/* coil's entry point: global options, then one command from the table. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "log.h"
+#include "version.h"
+
+static const struct command commands[] = {
+    {"create", cmd_create, "create [--bundle DIR] [--pid-file FILE] [--console-socket SOCK] ID",
+     "create a container and leave its init waiting for start",
+     "  -b, --bundle DIR          bundle directory (default: current directory)\n"
+     "      --pid-file FILE       write init's pid to FILE\n"
+     "      --console-socket SOCK send the pty master (process.terminal) over SOCK\n"},
+    {"start", cmd_start, "start ID", "run the user process of a created container", ""},
+    {"run", cmd_run, "run [--bundle DIR] [--pid-file FILE] [--detach] [--console-socket SOCK] ID",
+     "create, start and wait for a container; exits with its status",
+     "  -b, --bundle DIR          bundle directory (default: current directory)\n"
+     "      --pid-file FILE       write init's pid to FILE\n"
+     "  -d, --detach              return after start instead of waiting\n"
+     "      --console-socket SOCK send the pty master (process.terminal) over SOCK\n"},
+    {"state", cmd_state, "state ID", "print the container's OCI state JSON", ""},
+    {"kill", cmd_kill, "kill [--all] ID [SIGNAL]",
+     "send a signal (default SIGTERM) to the container's init",
+     "  -a, --all                 signal every process in the container\n"
+     "SIGNAL: a name with or without SIG (TERM, SIGKILL) or a number\n"},
+    {"delete", cmd_delete, "delete [--force] ID",
+     "remove a stopped or created container (and its cgroup)",
+     "  -f, --force               kill a running container first\n"},
+    {"list", cmd_list, "list [--format table|json] [-q]", "list containers",
+     "  -f, --format table|json   output format (default: table)\n"
+     "  -q, --quiet               print only the ids\n"},
+    {"spec", cmd_spec, "spec [--bundle DIR]", "write a default config.json",
+     "  -b, --bundle DIR          where to write config.json (default: .)\n"},
+    {"features", cmd_features, "features", "print the features coil supports (JSON)", ""},
+};
+
+const struct command *cmd_find(const char *name) {
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (strcmp(commands[i].name, name) == 0)
+      return &commands[i];
+  return NULL;
+}
+
+void cmd_print_help(const struct command *c) {
+  printf("usage: coil [global options] %s\n\n%s\n", c->usage, c->summary);
+  if (*c->help)
+    printf("\noptions:\n%s", c->help);
+  printf("  -h, --help                show this help\n");
+}
+
+bool cmd_wants_help(const char *name, int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--") == 0)
+      break;
+    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      cmd_print_help(cmd_find(name));
+      return true;
+    }
+  }
+  return false;
+}
+
+int cmd_usage_error(const char *name, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  log_error("%s: %s (see 'coil %s --help')", name, msg, name);
+  return EXIT_ERR;
+}
+
+static void print_main_help(void) {
+  printf("usage: coil [global options] COMMAND [options] [ARGS]\n\n"
+         "coil runs OCI bundles (runc-compatible CLI).\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    printf("  %-10s %s\n", commands[i].name, commands[i].summary);
+  printf("\nglobal options:\n"
+         "      --root DIR            state directory (default: /run/coil)\n"
+         "      --log FILE            also log to FILE\n"
+         "      --log-format text|json  format of --log (default: text)\n"
+         "      --debug               log debug messages\n"
+         "      --systemd-cgroup      not supported (refused)\n"
+         "  -v, --version             print versions\n"
+         "  -h, --help                show this help\n"
+         "\n'coil COMMAND --help' shows a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+  struct global_opts g = {.root = "/run/coil"};
+  const char *log_format = "text";
+  bool systemd_cgroup = false;
+  enum { OPT_ROOT = 256, OPT_LOG, OPT_LOG_FORMAT, OPT_DEBUG, OPT_SYSTEMD, OPT_IGNORED };
+  static const struct option opts[] = {
+      {"root", required_argument, NULL, OPT_ROOT},
+      {"log", required_argument, NULL, OPT_LOG},
+      {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
+      {"debug", no_argument, NULL, OPT_DEBUG},
+      {"systemd-cgroup", no_argument, NULL, OPT_SYSTEMD},
+      {"rootless", required_argument, NULL, OPT_IGNORED},
+      {"criu", required_argument, NULL, OPT_IGNORED},
+      {"version", no_argument, NULL, 'v'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  /* The CLI never dies of a closed pipe; children reset this before exec. */
+  signal(SIGPIPE, SIG_IGN);
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
+    switch (c) {
+    case OPT_ROOT:
+      g.root = optarg;
+      break;
+    case OPT_LOG:
+      g.log = optarg;
+      break;
+    case OPT_LOG_FORMAT:
+      log_format = optarg;
+      break;
+    case OPT_DEBUG:
+      g.debug = true;
+      break;
+    case OPT_SYSTEMD:
+      systemd_cgroup = true;
+      break;
+    case OPT_IGNORED:
+      break;
+    case 'v':
+      print_versions();
+      return EXIT_OK;
+    case 'h':
+      print_main_help();
+      return EXIT_OK;
+    default:
+      log_error("unknown or incomplete global option \"%s\" (see 'coil --help')",
+                argv[optind - 1]);
+      return EXIT_ERR;
+    }
+  }
+  if (strcmp(log_format, "text") != 0 && strcmp(log_format, "json") != 0) {
+    log_error("--log-format: expected text or json, got \"%s\"", log_format);
+    return EXIT_ERR;
+  }
+  g.log_json = strcmp(log_format, "json") == 0;
+  if (log_init(g.log, g.log_json, g.debug) < 0)
+    log_warn("--log %s: cannot open; logging to stderr only", g.log);
+  if (systemd_cgroup) {
+    log_error("--systemd-cgroup: the systemd cgroup driver is not supported by "
+              "coil; use the default cgroupfs driver");
+    return EXIT_ERR;
+  }
+  if (optind >= argc) {
+    print_main_help();
+    return EXIT_ERR;
+  }
+  const struct command *cmd = cmd_find(argv[optind]);
+  if (!cmd) {
+    log_error("unknown command \"%s\" (see 'coil --help')", argv[optind]);
+    return EXIT_ERR;
+  }
+  int cargc = argc - optind;
+  char **cargv = argv + optind;
+  if (cmd_wants_help(cmd->name, cargc, cargv))
+    return EXIT_OK;
+  return cmd->fn(&g, cargc, cargv);
+}

@@ -1,0 +1,637 @@
+#include "container.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "caps.h"
+#include "cgroup.h"
+#include "cleanup.h"
+#include "config.h"
+#include "hooks.h"
+#include "id.h"
+#include "init.h"
+#include "log.h"
+#include "mountopts.h"
+#include "namespaces.h"
+#include "oci_state.h"
+#include "rlimits.h"
+#include "seccomp_profile.h"
+#include "state.h"
+#include "sync.h"
+#include "sysctl.h"
+#include "terminal.h"
+
+#define CONFIG_MAX (16 << 20)
+
+static void cgroup_freep(struct coil_cgroup **c) {
+  if (*c)
+    cgroup_free(*c);
+}
+#define cleanup_cgroup __attribute__((cleanup(cgroup_freep)))
+
+static void seccomp_freep(struct coil_seccomp_profile **p) {
+  if (*p)
+    seccomp_profile_free(*p);
+}
+
+static int read_file(const char *path, char **buf, size_t *len,
+                     struct coil_error *err) {
+  cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return coil_error_sys(err, errno, "open %s", path);
+  struct stat sb;
+  if (fstat(fd, &sb) < 0)
+    return coil_error_sys(err, errno, "stat %s", path);
+  if (sb.st_size > CONFIG_MAX)
+    return coil_error_set(err, EFBIG, "%s: larger than %d bytes", path, CONFIG_MAX);
+  cleanup_free char *b = malloc((size_t)sb.st_size + 1);
+  if (!b)
+    return coil_error_sys(err, ENOMEM, "read %s", path);
+  size_t off = 0;
+  while (off < (size_t)sb.st_size) {
+    ssize_t r = read(fd, b + off, (size_t)sb.st_size - off);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      return coil_error_sys(err, errno, "read %s", path);
+    if (r == 0)
+      break;
+    off += (size_t)r;
+  }
+  b[off] = '\0';
+  *buf = steal_ptr(b);
+  *len = off;
+  return 0;
+}
+
+static void now_rfc3339(char *out, size_t cap) {
+  struct timespec ts;
+  struct tm tm;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  gmtime_r(&ts.tv_sec, &tm);
+  size_t n = strftime(out, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(out + n, cap - n, ".%09ldZ", ts.tv_nsec);
+}
+
+/* Host LSM fields coil does not apply: say so rather than pretend. */
+static void warn_lsm(const struct coil_config *cfg) {
+  bool apparmor = access("/sys/kernel/security/apparmor", F_OK) == 0;
+  bool selinux = access("/sys/fs/selinux/enforce", F_OK) == 0;
+  if (cfg->process.apparmor_profile)
+    log_warn("process.apparmorProfile: %s; ignored",
+             apparmor ? "AppArmor profiles are not applied by coil"
+                      : "the host has no AppArmor");
+  if (cfg->process.selinux_label)
+    log_warn("process.selinuxLabel: %s; ignored",
+             selinux ? "SELinux labels are not applied by coil"
+                     : "the host has no SELinux");
+  if (cfg->lnx.mount_label)
+    log_warn("linux.mountLabel: %s; ignored",
+             selinux ? "SELinux labels are not applied by coil"
+                     : "the host has no SELinux");
+}
+
+/* Everything in the config that can be checked without side effects is
+ * checked here, before any state, cgroup or process exists. */
+static int validate_config(const struct coil_config *cfg,
+                           const struct coil_create_opts *o,
+                           struct coil_error *err) {
+  if (!cfg->has_process)
+    return coil_error_set(err, EINVAL, "process: required to create a container");
+  if (cfg->process.args.n == 0)
+    return coil_error_set(err, EINVAL, "process.args: must not be empty");
+  if (!namespaces_wants_new(&cfg->lnx, CLONE_NEWNS))
+    return coil_error_set(err, EINVAL,
+                          "linux.namespaces: coil needs a new mount namespace");
+  if (cfg->process.terminal && !o->console_socket)
+    return coil_error_set(err, EINVAL,
+                          "process.terminal: true needs --console-socket "
+                          "(coil does not proxy a terminal)");
+  if (!cfg->process.terminal && o->console_socket)
+    return coil_error_set(err, EINVAL,
+                          "--console-socket: given but process.terminal is false");
+  if (namespaces_validate(&cfg->lnx, err) < 0 || sysctl_validate(&cfg->lnx, err) < 0)
+    return -1;
+  for (size_t i = 0; i < cfg->n_mounts; i++) {
+    char field[32];
+    snprintf(field, sizeof field, "mounts[%zu]", i);
+    struct coil_mount_opts mo;
+    if (mountopts_parse(&cfg->mounts[i].options, field, &mo, err) < 0)
+      return -1;
+    mountopts_free(&mo);
+  }
+  if (cfg->lnx.rootfs_propagation) {
+    unsigned long flags;
+    if (mountopts_propagation(cfg->lnx.rootfs_propagation, &flags) < 0)
+      return coil_error_set(err, EINVAL, "linux.rootfsPropagation: unknown \"%s\"",
+                            cfg->lnx.rootfs_propagation);
+  }
+  warn_lsm(cfg);
+  return 0;
+}
+
+static int resolve_rootfs(const struct coil_config *cfg, const char *bundle,
+                          char **out, struct coil_error *err) {
+  cleanup_free char *joined = NULL;
+  if (cfg->root_path[0] == '/')
+    joined = strdup(cfg->root_path);
+  else if (asprintf(&joined, "%s/%s", bundle, cfg->root_path) < 0)
+    joined = NULL;
+  if (!joined)
+    return coil_error_sys(err, ENOMEM, "root.path");
+  char *real = realpath(joined, NULL);
+  if (!real)
+    return coil_error_sys(err, errno, "root.path: %s", joined);
+  struct stat sb;
+  if (stat(real, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
+    free(real);
+    return coil_error_set(err, ENOTDIR, "root.path: %s is not a directory", joined);
+  }
+  *out = real;
+  return 0;
+}
+
+static int write_pid_file(const char *path, pid_t pid, struct coil_error *err) {
+  cleanup_free char *tmp = NULL;
+  if (asprintf(&tmp, "%s.coil-tmp", path) < 0)
+    return coil_error_sys(err, ENOMEM, "--pid-file");
+  cleanup_close int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return coil_error_sys(err, errno, "--pid-file: create %s", tmp);
+  char buf[32];
+  int n = snprintf(buf, sizeof buf, "%d", pid);
+  if (write(fd, buf, (size_t)n) != n || rename(tmp, path) < 0) {
+    int e = errno;
+    unlink(tmp);
+    return coil_error_sys(err, e, "--pid-file: write %s", path);
+  }
+  return 0;
+}
+
+/* Binds the start socket through /proc/self/fd so a long --root or id
+ * never overflows sun_path. */
+static int start_socket_listen(int dirfd, struct coil_error *err) {
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  snprintf(addr.sun_path, sizeof addr.sun_path, "/proc/self/fd/%d/start.sock", dirfd);
+  cleanup_close int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0)
+    return coil_error_sys(err, errno, "start socket");
+  if (bind(s, (struct sockaddr *)&addr, sizeof addr) < 0)
+    return coil_error_sys(err, errno, "start socket: bind");
+  if (listen(s, 1) < 0)
+    return coil_error_sys(err, errno, "start socket: listen");
+  return steal_fd(s);
+}
+
+static int write_oom_score_adj(pid_t pid, int value, struct coil_error *err) {
+  char path[64], buf[16];
+  snprintf(path, sizeof path, "/proc/%d/oom_score_adj", pid);
+  int n = snprintf(buf, sizeof buf, "%d", value);
+  cleanup_close int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0 || write(fd, buf, (size_t)n) != n)
+    return coil_error_sys(err, errno,
+                          "process.oomScoreAdj: write %d to %s (lowering it needs "
+                          "CAP_SYS_RESOURCE)",
+                          value, path);
+  return 0;
+}
+
+static char *hook_state(const char *id, const char *status, pid_t pid,
+                        const char *bundle, const struct coil_config *cfg) {
+  struct coil_oci_state s = {
+      .id = id, .status = status, .pid = pid, .bundle = bundle, .cfg = cfg};
+  return oci_state_json(&s, false);
+}
+
+struct create_ctx {
+  const struct coil_create_opts *o;
+  struct coil_config *cfg;
+  char *bundle;
+  char *rootfs;
+  int dirfd;
+  struct coil_cgroup *cg;
+  pid_t pid;
+};
+
+/* The parent's side of the setup handshake with init (see init.c). */
+static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
+                      const struct coil_rlimits *rl,
+                      const struct coil_seccomp_profile *sp,
+                      struct coil_error *err) {
+  const struct coil_config *cfg = x->cfg;
+  cleanup_close int console = -1;
+  if (x->o->console_socket && terminal_connect(x->o->console_socket, &console, err) < 0)
+    return -1;
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+    return coil_error_sys(err, errno, "socketpair");
+  cleanup_close int parent_end = sv[0];
+  cleanup_close int child_end = sv[1];
+  cleanup_close int start_fd = start_socket_listen(x->dirfd, err);
+  if (start_fd < 0)
+    return -1;
+  if (namespaces_join_pid_for_children(&cfg->lnx, err) < 0)
+    return -1;
+
+  int flags = namespaces_clone_flags(&cfg->lnx);
+  pid_t pid = (pid_t)syscall(SYS_clone, (unsigned long)flags | SIGCHLD, 0, 0, 0, 0);
+  if (pid < 0)
+    return coil_error_sys(err, errno, "clone");
+  if (pid == 0) {
+    struct init_ctx ic = {.cfg = cfg,
+                          .id = x->o->id,
+                          .bundle = x->bundle,
+                          .rootfs = x->rootfs,
+                          .sync_fd = child_end,
+                          .start_fd = start_fd,
+                          .console_fd = console,
+                          .caps = caps,
+                          .rlimits = rl,
+                          .seccomp = sp};
+    close(parent_end);
+    init_main(&ic);
+  }
+  x->pid = pid;
+  close(steal_fd(child_end));
+  close(steal_fd(start_fd));
+
+  char payload[32];
+  snprintf(payload, sizeof payload, "%d", pid);
+  if (namespaces_write_id_maps(pid, &cfg->lnx, err) < 0 ||
+      cgroup_enter(x->cg, pid, err) < 0)
+    return -1;
+  if (cfg->process.has_oom_score_adj &&
+      write_oom_score_adj(pid, cfg->process.oom_score_adj, err) < 0)
+    return -1;
+  if (sync_send(parent_end, SYNC_GO, payload, err) < 0 ||
+      sync_expect(parent_end, SYNC_HOOKS, NULL, 0, err) < 0)
+    return -1;
+  if (cfg->hooks[COIL_HOOK_PRESTART].n || cfg->hooks[COIL_HOOK_CREATE_RUNTIME].n) {
+    cleanup_free char *st = hook_state(x->o->id, "creating", pid, x->bundle, cfg);
+    if (hooks_run(cfg, COIL_HOOK_PRESTART, st ? st : "{}", err) < 0 ||
+        hooks_run(cfg, COIL_HOOK_CREATE_RUNTIME, st ? st : "{}", err) < 0)
+      return -1;
+  }
+  if (sync_send(parent_end, SYNC_HOOKS_DONE, NULL, err) < 0 ||
+      sync_expect(parent_end, SYNC_READY, NULL, 0, err) < 0)
+    return -1;
+  return 0;
+}
+
+static void create_rollback(struct create_ctx *x) {
+  struct coil_error ignored;
+  if (x->pid > 0) {
+    kill(x->pid, SIGKILL);
+    waitpid(x->pid, NULL, 0);
+  }
+  if (x->cg && cgroup_destroy(x->cg, &ignored) < 0)
+    log_warn("rollback: %s", ignored.msg);
+  if (x->dirfd >= 0 && state_dir_remove(x->o->root, x->o->id, &ignored) < 0)
+    log_warn("rollback: %s", ignored.msg);
+}
+
+int container_create(const struct coil_create_opts *o, pid_t *pid_out,
+                     struct coil_error *err) {
+  if (id_validate(o->id, err) < 0)
+    return -1;
+  struct create_ctx x = {.o = o, .dirfd = -1};
+  cleanup_free char *bundle = realpath(o->bundle ? o->bundle : ".", NULL);
+  if (!bundle)
+    return coil_error_sys(err, errno, "--bundle %s", o->bundle ? o->bundle : ".");
+  cleanup_free char *config_path = NULL;
+  if (asprintf(&config_path, "%s/config.json", bundle) < 0)
+    return coil_error_sys(err, ENOMEM, "config path");
+  cleanup_free char *raw = NULL;
+  size_t raw_len = 0;
+  if (read_file(config_path, &raw, &raw_len, err) < 0)
+    return -1;
+  cleanup_config struct coil_config *cfg = NULL;
+  if (config_parse(raw, raw_len, &cfg, err) < 0)
+    return -1;
+  if (validate_config(cfg, o, err) < 0)
+    return -1;
+  cleanup_free char *rootfs = NULL;
+  if (resolve_rootfs(cfg, bundle, &rootfs, err) < 0)
+    return -1;
+  struct coil_caps caps;
+  struct coil_rlimits rl;
+  __attribute__((cleanup(seccomp_freep))) struct coil_seccomp_profile *sp = NULL;
+  if (caps_parse(&cfg->process, &caps, err) < 0 ||
+      rlimits_parse(&cfg->process, &rl, err) < 0 || rlimits_check(&rl, err) < 0)
+    return -1;
+  if (cfg->lnx.has_seccomp && seccomp_profile_build(&cfg->lnx.seccomp, &sp, err) < 0)
+    return -1;
+
+  x.cfg = cfg;
+  x.bundle = bundle;
+  x.rootfs = rootfs;
+  if (state_dir_create(o->root, o->id, &x.dirfd, err) < 0)
+    return -1;
+  char created[64];
+  now_rfc3339(created, sizeof created);
+  int r = state_write_file(x.dirfd, "config.json", raw, raw_len, err);
+  if (r == 0)
+    r = cgroup_create(NULL, cfg->lnx.cgroups_path, o->id,
+                      cfg->lnx.has_resources ? &cfg->lnx.resources : NULL, &x.cg, err);
+  if (r == 0)
+    r = spawn_init(&x, &caps, &rl, sp, err);
+  cleanup_free char *cg_text = NULL;
+  if (r == 0) {
+    cg_text = cgroup_serialize(x.cg);
+    struct coil_state st = {.id = (char *)o->id,
+                            .pid = x.pid,
+                            .pid_start = state_pid_start_time(x.pid),
+                            .bundle = bundle,
+                            .rootfs = rootfs,
+                            .created = created,
+                            .cgroup = cg_text};
+    r = state_write(x.dirfd, &st, err);
+  }
+  if (r == 0 && o->pid_file)
+    r = write_pid_file(o->pid_file, x.pid, err);
+  if (r < 0) {
+    create_rollback(&x);
+  } else {
+    *pid_out = x.pid;
+  }
+  if (x.cg)
+    cgroup_free(x.cg);
+  if (x.dirfd >= 0)
+    close(x.dirfd);
+  return r;
+}
+
+static int load_state_config(const char *root, const char *id,
+                             struct coil_config **cfg, struct coil_error *err) {
+  cleanup_free char *path = state_path(root, id, "config.json");
+  if (!path)
+    return coil_error_sys(err, ENOMEM, "state path");
+  return config_parse_file(path, cfg, err);
+}
+
+/* Connects to init's start socket; returns the fd or -1. */
+static int start_socket_connect(int dirfd, struct coil_error *err) {
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  snprintf(addr.sun_path, sizeof addr.sun_path, "/proc/self/fd/%d/start.sock", dirfd);
+  cleanup_close int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0)
+    return coil_error_sys(err, errno, "start socket");
+  if (connect(s, (struct sockaddr *)&addr, sizeof addr) < 0)
+    return coil_error_sys(err, errno, "start: connect to container init");
+  return steal_fd(s);
+}
+
+int container_start(const char *root, const char *id, struct coil_error *err) {
+  if (id_validate(id, err) < 0)
+    return -1;
+  cleanup_close int dirfd = -1;
+  if (state_dir_open(root, id, &dirfd, err) < 0)
+    return -1;
+  cleanup_state struct coil_state *st = NULL;
+  if (state_read(root, id, &st, err) < 0)
+    return -1;
+  enum coil_status s = state_status(st);
+  if (s != COIL_STATUS_CREATED)
+    return coil_error_set(err, EINVAL, "container \"%s\" is %s: only a created "
+                          "container can be started", id, state_status_name(s));
+  cleanup_config struct coil_config *cfg = NULL;
+  if (load_state_config(root, id, &cfg, err) < 0)
+    return -1;
+  cleanup_close int conn = start_socket_connect(dirfd, err);
+  if (conn < 0)
+    return -1;
+  if (write(conn, "s", 1) != 1)
+    return coil_error_sys(err, errno, "start: write to container init");
+  char msg[1024];
+  size_t len = 0;
+  for (;;) {
+    ssize_t r = read(conn, msg + len, sizeof msg - 1 - len);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0 || (len += (size_t)r) >= sizeof msg - 1)
+      break;
+  }
+  msg[len] = '\0';
+  if (len > 0)
+    return coil_error_set(err, EIO, "start container \"%s\": %s", id, msg);
+  st->started = true;
+  if (state_write(dirfd, st, err) < 0)
+    return -1;
+  if (cfg->hooks[COIL_HOOK_POSTSTART].n) {
+    cleanup_free char *js = hook_state(id, "running", st->pid, st->bundle, cfg);
+    struct coil_error herr;
+    if (hooks_run(cfg, COIL_HOOK_POSTSTART, js ? js : "{}", &herr) < 0)
+      log_warn("%s", herr.msg);
+  }
+  return 0;
+}
+
+/* Signals pid only if it is still the process recorded at create. */
+static int signal_init(const struct coil_state *st, int sig, struct coil_error *err) {
+  cleanup_close int pidfd = (int)syscall(SYS_pidfd_open, st->pid, 0);
+  if (pidfd < 0 || state_pid_start_time(st->pid) != st->pid_start)
+    return coil_error_set(err, ESRCH, "container \"%s\" is not running", st->id);
+  if (syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0)
+    return coil_error_sys(err, errno, "kill container \"%s\"", st->id);
+  return 0;
+}
+
+static int signal_all(const struct coil_cgroup *cg, int sig, struct coil_error *err) {
+  cleanup_free pid_t *pids = NULL;
+  size_t n = 0;
+  if (cgroup_pids(cg, &pids, &n, err) < 0)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    if (kill(pids[i], sig) < 0 && errno != ESRCH)
+      return coil_error_sys(err, errno, "kill %d", pids[i]);
+  return 0;
+}
+
+int container_kill(const char *root, const char *id, int sig, bool all,
+                   struct coil_error *err) {
+  if (id_validate(id, err) < 0)
+    return -1;
+  cleanup_close int dirfd = -1;
+  if (state_dir_open(root, id, &dirfd, err) < 0)
+    return -1;
+  cleanup_state struct coil_state *st = NULL;
+  if (state_read(root, id, &st, err) < 0)
+    return -1;
+  if (state_status(st) == COIL_STATUS_STOPPED)
+    return coil_error_set(err, ESRCH, "container \"%s\" is not running", id);
+  if (all && st->cgroup) {
+    cleanup_cgroup struct coil_cgroup *cg = NULL;
+    if (cgroup_deserialize(st->cgroup, &cg, err) < 0)
+      return -1;
+    return signal_all(cg, sig, err);
+  }
+  return signal_init(st, sig, err);
+}
+
+/* Waits for a (possibly non-child) pid to exit, up to timeout_ms. */
+static bool wait_gone(const struct coil_state *st, int timeout_ms) {
+  cleanup_close int pidfd = (int)syscall(SYS_pidfd_open, st->pid, 0);
+  if (pidfd < 0)
+    return true;
+  if (state_pid_start_time(st->pid) != st->pid_start)
+    return true;
+  struct pollfd pf = {.fd = pidfd, .events = POLLIN};
+  return poll(&pf, 1, timeout_ms) == 1;
+}
+
+/* Kills whatever is left in the cgroup (containers without a pid namespace
+ * can leave orphans behind init). */
+static void kill_leftovers(const struct coil_cgroup *cg) {
+  for (int tries = 0; tries < 100; tries++) {
+    cleanup_free pid_t *pids = NULL;
+    size_t n = 0;
+    struct coil_error ignored;
+    if (cgroup_pids(cg, &pids, &n, &ignored) < 0 || n == 0)
+      return;
+    for (size_t i = 0; i < n; i++)
+      kill(pids[i], SIGKILL);
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+int container_delete(const char *root, const char *id, bool force,
+                     struct coil_error *err) {
+  if (id_validate(id, err) < 0)
+    return -1;
+  cleanup_close int dirfd = -1;
+  if (state_dir_open(root, id, &dirfd, err) < 0)
+    return -1;
+  cleanup_state struct coil_state *st = NULL;
+  if (state_read(root, id, &st, err) < 0)
+    return -1;
+  cleanup_config struct coil_config *cfg = NULL;
+  struct coil_error cerr;
+  if (load_state_config(root, id, &cfg, &cerr) < 0)
+    log_warn("delete: %s", cerr.msg);
+  enum coil_status s = state_status(st);
+  if (s == COIL_STATUS_RUNNING && !force)
+    return coil_error_set(err, EBUSY,
+                          "container \"%s\" is running: stop it first or use "
+                          "delete --force",
+                          id);
+  if (s != COIL_STATUS_STOPPED) {
+    struct coil_error ignored;
+    signal_init(st, SIGKILL, &ignored);
+    if (!wait_gone(st, 10000))
+      return coil_error_set(err, EBUSY, "container \"%s\": init did not exit", id);
+  }
+  if (st->cgroup) {
+    cleanup_cgroup struct coil_cgroup *cg = NULL;
+    if (cgroup_deserialize(st->cgroup, &cg, err) < 0)
+      return -1;
+    kill_leftovers(cg);
+    if (cgroup_destroy(cg, err) < 0)
+      return -1;
+  }
+  if (cfg && cfg->hooks[COIL_HOOK_POSTSTOP].n) {
+    cleanup_free char *js = hook_state(id, "stopped", 0, st->bundle, cfg);
+    struct coil_error herr;
+    if (hooks_run(cfg, COIL_HOOK_POSTSTOP, js ? js : "{}", &herr) < 0)
+      log_warn("%s", herr.msg);
+  }
+  return state_dir_remove(root, id, err);
+}
+
+bool container_oom_killed(const char *root, const char *id) {
+  cleanup_state struct coil_state *st = NULL;
+  struct coil_error ignored;
+  if (state_read(root, id, &st, &ignored) < 0 || !st->cgroup)
+    return false;
+  cleanup_cgroup struct coil_cgroup *cg = NULL;
+  if (cgroup_deserialize(st->cgroup, &cg, &ignored) < 0)
+    return false;
+  return cgroup_oom_killed(cg);
+}
+
+int container_state_json(const char *root, const char *id, bool pretty,
+                         char **json, struct coil_error *err) {
+  if (id_validate(id, err) < 0)
+    return -1;
+  cleanup_state struct coil_state *st = NULL;
+  if (state_read(root, id, &st, err) < 0)
+    return -1;
+  cleanup_config struct coil_config *cfg = NULL;
+  struct coil_error cerr;
+  if (load_state_config(root, id, &cfg, &cerr) < 0)
+    log_warn("state: %s", cerr.msg);
+  enum coil_status s = state_status(st);
+  struct coil_oci_state os = {.id = st->id,
+                              .status = state_status_name(s),
+                              .pid = s == COIL_STATUS_STOPPED ? 0 : st->pid,
+                              .bundle = st->bundle,
+                              .rootfs = st->rootfs,
+                              .created = st->created,
+                              .oom_killed = s == COIL_STATUS_STOPPED &&
+                                            container_oom_killed(root, id),
+                              .cfg = cfg};
+  *json = oci_state_json(&os, pretty);
+  if (!*json)
+    return coil_error_sys(err, ENOMEM, "state");
+  return 0;
+}
+
+int container_list(const char *root, struct coil_container_info **out, size_t *n,
+                   struct coil_error *err) {
+  char **ids = NULL;
+  size_t nids = 0;
+  *out = NULL;
+  *n = 0;
+  if (state_list(root, &ids, &nids, err) < 0)
+    return -1;
+  struct coil_container_info *l = calloc(nids ? nids : 1, sizeof *l);
+  if (!l) {
+    for (size_t i = 0; i < nids; i++)
+      free(ids[i]);
+    free(ids);
+    return coil_error_sys(err, ENOMEM, "list");
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < nids; i++) {
+    struct coil_state *st = NULL;
+    struct coil_error ignored;
+    if (ids[i] && state_read(root, ids[i], &st, &ignored) == 0) {
+      enum coil_status s = state_status(st);
+      l[k].id = steal_ptr(st->id);
+      l[k].pid = s == COIL_STATUS_STOPPED ? 0 : st->pid;
+      l[k].status = state_status_name(s);
+      l[k].bundle = steal_ptr(st->bundle);
+      l[k].created = steal_ptr(st->created);
+      k++;
+      state_free(st);
+    }
+    free(ids[i]);
+  }
+  free(ids);
+  *out = l;
+  *n = k;
+  return 0;
+}
+
+void container_list_free(struct coil_container_info *l, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    free(l[i].id);
+    free(l[i].bundle);
+    free(l[i].created);
+  }
+  free(l);
+}

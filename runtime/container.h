@@ -1,0 +1,48 @@
+/* The lifecycle (runc semantics): create sets everything up and leaves init
+ * blocked before execve; start releases it; kill signals; delete removes the
+ * state, the cgroup and anything left running. */
+#ifndef COIL_CONTAINER_H
+#define COIL_CONTAINER_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+struct coil_create_opts {
+  const char *root;
+  const char *id;
+  const char *bundle; /* NULL = current directory */
+  const char *pid_file;
+  const char *console_socket;
+};
+
+/* On success *pid is init's host pid; the caller is its parent. */
+int container_create(const struct coil_create_opts *o, pid_t *pid,
+                     struct coil_error *err);
+int container_start(const char *root, const char *id, struct coil_error *err);
+int container_kill(const char *root, const char *id, int sig, bool all,
+                   struct coil_error *err);
+int container_delete(const char *root, const char *id, bool force,
+                     struct coil_error *err);
+
+/* The OCI state JSON of one container (malloc'd). */
+int container_state_json(const char *root, const char *id, bool pretty,
+                         char **json, struct coil_error *err);
+
+struct coil_container_info {
+  char *id;
+  pid_t pid;
+  const char *status;
+  char *bundle;
+  char *created;
+};
+/* Every container under root, for `list`. */
+int container_list(const char *root, struct coil_container_info **out, size_t *n,
+                   struct coil_error *err);
+void container_list_free(struct coil_container_info *l, size_t n);
+
+/* True when the container's cgroup recorded an OOM kill. */
+bool container_oom_killed(const char *root, const char *id);
+
+#endif

@@ -1,0 +1,29 @@
+/* The container's init process: everything between clone and execve, in one
+ * commented sequence (init.c). */
+#ifndef COIL_INIT_H
+#define COIL_INIT_H
+
+#include <stdbool.h>
+
+#include "caps.h"
+#include "config.h"
+#include "rlimits.h"
+#include "seccomp_profile.h"
+
+struct init_ctx {
+  const struct coil_config *cfg;
+  const char *id;
+  const char *bundle;
+  const char *rootfs; /* absolute host path */
+  int sync_fd;        /* init's end of the sync socketpair */
+  int start_fd;       /* listening socket `coil start` connects to */
+  int console_fd;     /* --console-socket connection, or -1 */
+  const struct coil_caps *caps;
+  const struct coil_rlimits *rlimits;
+  const struct coil_seccomp_profile *seccomp; /* NULL without linux.seccomp */
+};
+
+/* Runs in the cloned child; ends in execve or _exit, never returns. */
+void init_main(const struct init_ctx *c) __attribute__((noreturn));
+
+#endif
