@@ -502,7 +502,7 @@ int config_parse(const char *buf, size_t len, struct coil_config **out,
 }
 
 /* Reads at most CONFIG_MAX_SIZE bytes; the file may change while read. */
-static int read_config_file(const char *path, char **out, size_t *len,
+int config_read_file(const char *path, char **out, size_t *len,
                             struct coil_error *err) {
   cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
@@ -550,7 +550,7 @@ int config_parse_file(const char *path, struct coil_config **out,
   *out = NULL;
   cleanup_free char *buf = NULL;
   size_t len = 0;
-  if (read_config_file(path, &buf, &len, err) < 0)
+  if (config_read_file(path, &buf, &len, err) < 0)
     return -1;
   if (parse_document(buf, len, NULL, out, err) < 0)
     return coil_error_prefix(err, "%s", path);

@@ -216,6 +216,11 @@ int config_parse_file(const char *path, struct coil_config **out,
                       struct coil_error *err);
 void config_free(struct coil_config *c);
 
+/* Reads a config file (size-capped) into a NUL-terminated buffer, for
+ * callers that keep the raw bytes (create stores a copy in the state dir). */
+int config_read_file(const char *path, char **out, size_t *len,
+                     struct coil_error *err);
+
 /* The JSON key of a hook kind, e.g. "createRuntime". */
 const char *config_hook_name(enum coil_hook_kind k);
 

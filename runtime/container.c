@@ -35,8 +35,6 @@
 #include "sysctl.h"
 #include "terminal.h"
 
-#define CONFIG_MAX (16 << 20)
-
 static void cgroup_freep(struct coil_cgroup **c) {
   if (*c)
     cgroup_free(*c);
@@ -46,36 +44,6 @@ static void cgroup_freep(struct coil_cgroup **c) {
 static void seccomp_freep(struct coil_seccomp_profile **p) {
   if (*p)
     seccomp_profile_free(*p);
-}
-
-static int read_file(const char *path, char **buf, size_t *len,
-                     struct coil_error *err) {
-  cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return coil_error_sys(err, errno, "open %s", path);
-  struct stat sb;
-  if (fstat(fd, &sb) < 0)
-    return coil_error_sys(err, errno, "stat %s", path);
-  if (sb.st_size > CONFIG_MAX)
-    return coil_error_set(err, EFBIG, "%s: larger than %d bytes", path, CONFIG_MAX);
-  cleanup_free char *b = malloc((size_t)sb.st_size + 1);
-  if (!b)
-    return coil_error_sys(err, ENOMEM, "read %s", path);
-  size_t off = 0;
-  while (off < (size_t)sb.st_size) {
-    ssize_t r = read(fd, b + off, (size_t)sb.st_size - off);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0)
-      return coil_error_sys(err, errno, "read %s", path);
-    if (r == 0)
-      break;
-    off += (size_t)r;
-  }
-  b[off] = '\0';
-  *buf = steal_ptr(b);
-  *len = off;
-  return 0;
 }
 
 static void now_rfc3339(char *out, size_t cap) {
@@ -317,7 +285,7 @@ int container_create(const struct coil_create_opts *o, pid_t *pid_out,
     return coil_error_sys(err, ENOMEM, "config path");
   cleanup_free char *raw = NULL;
   size_t raw_len = 0;
-  if (read_file(config_path, &raw, &raw_len, err) < 0)
+  if (config_read_file(config_path, &raw, &raw_len, err) < 0)
     return -1;
   cleanup_config struct coil_config *cfg = NULL;
   if (config_parse(raw, raw_len, &cfg, err) < 0)
@@ -395,14 +363,23 @@ static int start_socket_connect(int dirfd, struct coil_error *err) {
   return steal_fd(s);
 }
 
+/* Validates the id, locks the state directory and reads the state. */
+static int open_state(const char *root, const char *id, int *dirfd,
+                      struct coil_state **st, struct coil_error *err) {
+  if (id_validate(id, err) < 0 || state_dir_open(root, id, dirfd, err) < 0)
+    return -1;
+  if (state_read(root, id, st, err) < 0) {
+    close(*dirfd);
+    *dirfd = -1;
+    return -1;
+  }
+  return 0;
+}
+
 int container_start(const char *root, const char *id, struct coil_error *err) {
-  if (id_validate(id, err) < 0)
-    return -1;
   cleanup_close int dirfd = -1;
-  if (state_dir_open(root, id, &dirfd, err) < 0)
-    return -1;
   cleanup_state struct coil_state *st = NULL;
-  if (state_read(root, id, &st, err) < 0)
+  if (open_state(root, id, &dirfd, &st, err) < 0)
     return -1;
   enum coil_status s = state_status(st);
   if (s != COIL_STATUS_CREATED)
@@ -463,13 +440,9 @@ static int signal_all(const struct coil_cgroup *cg, int sig, struct coil_error *
 
 int container_kill(const char *root, const char *id, int sig, bool all,
                    struct coil_error *err) {
-  if (id_validate(id, err) < 0)
-    return -1;
   cleanup_close int dirfd = -1;
-  if (state_dir_open(root, id, &dirfd, err) < 0)
-    return -1;
   cleanup_state struct coil_state *st = NULL;
-  if (state_read(root, id, &st, err) < 0)
+  if (open_state(root, id, &dirfd, &st, err) < 0)
     return -1;
   if (state_status(st) == COIL_STATUS_STOPPED)
     return coil_error_set(err, ESRCH, "container \"%s\" is not running", id);
@@ -511,13 +484,9 @@ static void kill_leftovers(const struct coil_cgroup *cg) {
 
 int container_delete(const char *root, const char *id, bool force,
                      struct coil_error *err) {
-  if (id_validate(id, err) < 0)
-    return -1;
   cleanup_close int dirfd = -1;
-  if (state_dir_open(root, id, &dirfd, err) < 0)
-    return -1;
   cleanup_state struct coil_state *st = NULL;
-  if (state_read(root, id, &st, err) < 0)
+  if (open_state(root, id, &dirfd, &st, err) < 0)
     return -1;
   cleanup_config struct coil_config *cfg = NULL;
   struct coil_error cerr;
