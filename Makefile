@@ -47,11 +47,11 @@ build-asan/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -MMD -MP -c -o $@ $<
 
-build/tests/%: tests/unit/%.c $(LIB_OBJ)
+build/tests/%: tests/unit/%.c $(LIB_OBJ) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(LIB_OBJ) $(PKG_LIBS)
 
-build-asan/tests/%: tests/unit/%.c $(ASAN_LIB_OBJ)
+build-asan/tests/%: tests/unit/%.c $(ASAN_LIB_OBJ) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Itests/unit -o $@ $< $(ASAN_LIB_OBJ) $(PKG_LIBS)
 

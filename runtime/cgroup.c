@@ -1,14 +1,15 @@
 /* The container's cgroups: which hierarchies the host has, where the
  * container's directory goes in each, making and removing those directories,
- * and the state.json form. Which files carry which limit is the drivers'
- * business (cgroup_v1.c, cgroup_v2.c). */
+ * the limits v1 and v2 write alike, and the state.json form. The limits
+ * whose files and units differ are the drivers' business (cgroup_v1.c,
+ * cgroup_v2.c). */
 #include "cgroup.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/magic.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,51 +117,94 @@ int cg_set(const struct cg_dir *d, const char *field, const char *file,
   return 0;
 }
 
-unsigned cg_needed(const struct coil_resources *res) {
+/* For each controller the first config field in res that needs it, NULL
+ * where none does: the one place that says which field needs which. */
+static void first_fields(const struct coil_resources *res,
+                         const char *first[CG_NCTRL]) {
+  for (int c = 0; c < CG_NCTRL; c++)
+    first[c] = NULL;
   if (!res)
-    return 0;
+    return;
+  const struct {
+    bool set;
+    enum cg_ctrl ctrl;
+    const char *field;
+  } uses[] = {
+      {res->has_memory_limit, CG_MEMORY, "linux.resources.memory.limit"},
+      {res->has_memory_reservation, CG_MEMORY,
+       "linux.resources.memory.reservation"},
+      {res->has_memory_swap, CG_MEMORY, "linux.resources.memory.swap"},
+      {res->has_pids_limit, CG_PIDS, "linux.resources.pids.limit"},
+      {res->has_cpu_shares, CG_CPU, "linux.resources.cpu.shares"},
+      {res->has_cpu_quota, CG_CPU, "linux.resources.cpu.quota"},
+      {res->has_cpu_period, CG_CPU, "linux.resources.cpu.period"},
+      {res->cpu_cpus != NULL, CG_CPUSET, "linux.resources.cpu.cpus"},
+      {res->cpu_mems != NULL, CG_CPUSET, "linux.resources.cpu.mems"},
+      {res->n_hugepage_limits > 0, CG_HUGETLB,
+       "linux.resources.hugepageLimits"},
+  };
+  for (size_t i = 0; i < sizeof uses / sizeof *uses; i++)
+    if (uses[i].set && !first[uses[i].ctrl])
+      first[uses[i].ctrl] = uses[i].field;
+}
+
+unsigned cg_needed(const struct coil_resources *res) {
+  const char *first[CG_NCTRL];
+  first_fields(res, first);
   unsigned n = 0;
-  if (res->has_memory_limit || res->has_memory_reservation ||
-      res->has_memory_swap)
-    n |= CG_BIT(CG_MEMORY);
-  if (res->has_pids_limit)
-    n |= CG_BIT(CG_PIDS);
-  if (res->has_cpu_shares || res->has_cpu_quota || res->has_cpu_period)
-    n |= CG_BIT(CG_CPU);
-  if (res->cpu_cpus || res->cpu_mems)
-    n |= CG_BIT(CG_CPUSET);
-  if (res->n_hugepage_limits > 0)
-    n |= CG_BIT(CG_HUGETLB);
+  for (int c = 0; c < CG_NCTRL; c++)
+    if (first[c])
+      n |= CG_BIT(c);
   return n;
 }
 
 const char *cg_field(const struct coil_resources *res, enum cg_ctrl c) {
-  switch (c) {
-  case CG_MEMORY:
-    if (res && res->has_memory_limit)
-      return "linux.resources.memory.limit";
-    if (res && res->has_memory_reservation)
-      return "linux.resources.memory.reservation";
-    return "linux.resources.memory.swap";
-  case CG_PIDS:
-    return "linux.resources.pids.limit";
-  case CG_CPU:
-    if (res && res->has_cpu_shares)
-      return "linux.resources.cpu.shares";
-    if (res && res->has_cpu_quota)
-      return "linux.resources.cpu.quota";
-    return "linux.resources.cpu.period";
-  case CG_CPUSET:
-    if (res && res->cpu_cpus)
-      return "linux.resources.cpu.cpus";
-    return "linux.resources.cpu.mems";
-  case CG_HUGETLB:
-    return "linux.resources.hugepageLimits";
-  case CG_CPUACCT:
-  case CG_NCTRL:
-    break;
+  const char *first[CG_NCTRL];
+  first_fields(res, first);
+  return c < CG_NCTRL && first[c] ? first[c] : "linux.resources";
+}
+
+/* Writes the limits in res for the controllers in d->ctrls: memory and cpu
+ * through d's driver, the others here, where v1 and v2 agree but for the
+ * name of a hugepage limit's file. root is the hierarchy's root. */
+static int apply_limits(const struct cg_dir *d, const char *root,
+                        const struct coil_resources *res,
+                        struct coil_error *err) {
+  if (!res)
+    return 0;
+  if ((d->ctrls & CG_BIT(CG_MEMORY)) && d->drv->memory(d, root, res, err) < 0)
+    return -1;
+  if ((d->ctrls & CG_BIT(CG_PIDS)) && res->has_pids_limit) {
+    char v[32] = "max";
+    if (res->pids_limit > 0)
+      snprintf(v, sizeof v, "%" PRId64, res->pids_limit);
+    if (cg_set(d, "linux.resources.pids.limit", "pids.max", v, err) < 0)
+      return -1;
   }
-  return "linux.resources";
+  if ((d->ctrls & CG_BIT(CG_CPU)) && d->drv->cpu(d, res, err) < 0)
+    return -1;
+  if (d->ctrls & CG_BIT(CG_CPUSET)) {
+    if (res->cpu_cpus &&
+        cg_set(d, "linux.resources.cpu.cpus", "cpuset.cpus", res->cpu_cpus,
+               err) < 0)
+      return -1;
+    if (res->cpu_mems &&
+        cg_set(d, "linux.resources.cpu.mems", "cpuset.mems", res->cpu_mems,
+               err) < 0)
+      return -1;
+  }
+  for (size_t i = 0;
+       (d->ctrls & CG_BIT(CG_HUGETLB)) && i < res->n_hugepage_limits; i++) {
+    char field[64], file[64], v[32];
+    snprintf(field, sizeof field, "linux.resources.hugepageLimits[%zu].limit",
+             i);
+    snprintf(file, sizeof file, "hugetlb.%s.%s",
+             res->hugepage_limits[i].page_size, d->drv->hugetlb_limit);
+    snprintf(v, sizeof v, "%" PRIu64, res->hugepage_limits[i].limit);
+    if (cg_set(d, field, file, v, err) < 0)
+      return -1;
+  }
+  return 0;
 }
 
 /* Components of p (after a leading '/') are non-empty and not "." or "..",
@@ -422,45 +466,52 @@ static bool before(const struct timespec *deadline) {
          (now.tv_sec == deadline->tv_sec && now.tv_nsec < deadline->tv_nsec);
 }
 
-static int remove_tree(const char *path, bool kernel,
-                       const struct timespec *deadline, struct coil_error *err);
-
-static int remove_children(const char *path, bool kernel,
-                           const struct timespec *deadline,
-                           struct coil_error *err) {
+/* Calls fn(child, arg, err) for each cgroup right below dir, until one
+ * fails. A cgroup that has vanished meanwhile has none. */
+static int each_child(const char *dir,
+                      int (*fn)(const char *child, void *arg,
+                                struct coil_error *err),
+                      void *arg, struct coil_error *err) {
   struct dirent **list;
-  int n = scandir(path, &list, NULL, NULL);
+  int n = scandir(dir, &list, NULL, NULL);
   if (n < 0)
-    return errno == ENOENT ? 0 : coil_error_sys(err, errno, "read %s", path);
+    return errno == ENOENT ? 0 : coil_error_sys(err, errno, "read %s", dir);
   int rc = 0;
   for (int i = 0; i < n && rc == 0; i++) {
-    if (!is_subdir(path, list[i]))
+    if (!is_subdir(dir, list[i]))
       continue;
-    cleanup_free char *child = join(path, list[i]->d_name);
-    rc = child ? remove_tree(child, kernel, deadline, err) : no_memory(err);
+    cleanup_free char *child = join(dir, list[i]->d_name);
+    rc = child ? fn(child, arg, err) : no_memory(err);
   }
   free_dirents(list, n);
   return rc;
 }
 
+/* remove_tree's arguments but the path, passed down by each_child. */
+struct removal {
+  bool kernel;
+  const struct timespec *deadline;
+};
+
 /* Removes the container's cgroup and any sub-cgroups it made itself (it may
  * have had a cgroup namespace), depth first. On a cgroupfs rmdir says EBUSY
  * both for sub-cgroups and for tasks still exiting: look for sub-cgroups
  * once, then give the tasks until the deadline. */
-static int remove_tree(const char *path, bool kernel,
-                       const struct timespec *deadline, struct coil_error *err) {
+static int remove_tree(const char *path, void *removal,
+                       struct coil_error *err) {
+  const struct removal *r = removal;
   bool looked = false;
   for (;;) {
-    if (cg_rmdir(path, kernel) == 0 || errno == ENOENT)
+    if (cg_rmdir(path, r->kernel) == 0 || errno == ENOENT)
       return 0;
     int e = errno;
     if ((e == EBUSY || e == ENOTEMPTY) && !looked) {
       looked = true;
-      if (remove_children(path, kernel, deadline, err) < 0)
+      if (each_child(path, remove_tree, removal, err) < 0)
         return -1;
       continue;
     }
-    if (e == EBUSY && before(deadline)) {
+    if (e == EBUSY && before(r->deadline)) {
       nanosleep(&(struct timespec){.tv_nsec = DESTROY_POLL_NS}, NULL);
       continue;
     }
@@ -632,7 +683,7 @@ int cgroup_create(const struct coil_cgroup_env *env, const char *cgroups_path,
     cg->n++;
   }
   for (size_t i = 0; i < cg->n; i++)
-    if (cg->dirs[i].drv->apply(&cg->dirs[i], host.h[i].root, res, err) < 0)
+    if (apply_limits(&cg->dirs[i], host.h[i].root, res, err) < 0)
       goto fail;
   *out = cg;
   return 0;
@@ -669,10 +720,11 @@ struct pid_list {
   size_t n, cap;
 };
 
-/* Appends the pids of dir and of every cgroup below it. A cgroup that
- * vanishes meanwhile has none. */
-static int collect_pids(const char *dir, struct pid_list *l,
+/* Appends the pids of dir and of every cgroup below it to the pid_list.
+ * A cgroup that vanishes meanwhile has none. */
+static int collect_pids(const char *dir, void *pid_list,
                         struct coil_error *err) {
+  struct pid_list *l = pid_list;
   cleanup_free char *text = NULL;
   if (cg_read(dir, "cgroup.procs", &text, err) < 0)
     return err->err == ENOENT ? 0 : -1;
@@ -693,20 +745,7 @@ static int collect_pids(const char *dir, struct pid_list *l,
     l->v[l->n++] = (pid_t)pid;
     s = end + strspn(end, "\n");
   }
-
-  struct dirent **list;
-  int n = scandir(dir, &list, NULL, NULL);
-  if (n < 0)
-    return errno == ENOENT ? 0 : coil_error_sys(err, errno, "read %s", dir);
-  int rc = 0;
-  for (int i = 0; i < n && rc == 0; i++) {
-    if (!is_subdir(dir, list[i]))
-      continue;
-    cleanup_free char *child = join(dir, list[i]->d_name);
-    rc = child ? collect_pids(child, l, err) : no_memory(err);
-  }
-  free_dirents(list, n);
-  return rc;
+  return each_child(dir, collect_pids, l, err);
 }
 
 int cgroup_pids(const struct coil_cgroup *cg, pid_t **pids, size_t *n,
@@ -756,7 +795,8 @@ int cgroup_destroy(const struct coil_cgroup *cg, struct coil_error *err) {
   for (size_t i = cg->n; i-- > 0;) {
     const struct cg_dir *d = &cg->dirs[i];
     struct coil_error e;
-    if (remove_tree(d->path, d->kernel, &deadline, &e) < 0 ||
+    struct removal r = {.kernel = d->kernel, .deadline = &deadline};
+    if (remove_tree(d->path, &r, &e) < 0 ||
         remove_empty_ancestors(d->path, d->levels, d->kernel, &e) < 0) {
       /* Go on with the other hierarchies; report the first failure. */
       if (rc == 0)

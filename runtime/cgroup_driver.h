@@ -36,6 +36,8 @@ struct coil_cgroup {
 struct cg_driver {
   const char *name;     /* "v1" or "v2", as serialized */
   const char *oom_file; /* the memory file with the "oom_kill N" line */
+  /* The last part of a hugepage limit's file, hugetlb.<size>.<this>. */
+  const char *hugetlb_limit;
   /* Readies `child`, the next level below `parent` on the way to the
    * container's cgroup, before any task can join it. created: this call
    * made it (else it was there already). May drop controllers from d->ctrls
@@ -43,10 +45,13 @@ struct cg_driver {
   int (*init_level)(struct cg_dir *d, const char *parent, const char *child,
                     bool created, const struct coil_resources *res,
                     struct coil_error *err);
-  /* Writes the limits in res for the controllers in d->ctrls. root is the
-   * hierarchy's root directory. */
-  int (*apply)(const struct cg_dir *d, const char *root,
-               const struct coil_resources *res, struct coil_error *err);
+  /* Write the memory and the cpu limits in res, whose files and units differ
+   * between v1 and v2; called only for a d that drives the controller. root
+   * is the hierarchy's root directory. The rest is written in cgroup.c. */
+  int (*memory)(const struct cg_dir *d, const char *root,
+                const struct coil_resources *res, struct coil_error *err);
+  int (*cpu)(const struct cg_dir *d, const struct coil_resources *res,
+             struct coil_error *err);
 };
 
 extern const struct cg_driver cg_driver_v1;
@@ -69,7 +74,8 @@ int cg_read(const char *dir, const char *file, char **out,
 /* The controllers whose limits res sets (CG_BIT()s); res may be NULL. */
 unsigned cg_needed(const struct coil_resources *res);
 
-/* The first config field in res that needs controller c, for messages. */
+/* The first config field in res that needs controller c, for messages;
+ * "linux.resources" when none does. */
 const char *cg_field(const struct coil_resources *res, enum cg_ctrl c);
 
 #endif

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "cgroup_driver.h"
@@ -105,48 +104,11 @@ static int v1_cpu(const struct cg_dir *d, const struct coil_resources *res,
   return 0;
 }
 
-static int v1_apply(const struct cg_dir *d, const char *root,
-                    const struct coil_resources *res, struct coil_error *err) {
-  if (!res)
-    return 0;
-  if ((d->ctrls & CG_BIT(CG_MEMORY)) && v1_memory(d, root, res, err) < 0)
-    return -1;
-  if ((d->ctrls & CG_BIT(CG_PIDS)) && res->has_pids_limit) {
-    char v[32] = "max";
-    if (res->pids_limit > 0)
-      snprintf(v, sizeof v, "%" PRId64, res->pids_limit);
-    if (cg_set(d, "linux.resources.pids.limit", "pids.max", v, err) < 0)
-      return -1;
-  }
-  if ((d->ctrls & CG_BIT(CG_CPU)) && v1_cpu(d, res, err) < 0)
-    return -1;
-  if (d->ctrls & CG_BIT(CG_CPUSET)) {
-    if (res->cpu_cpus &&
-        cg_set(d, "linux.resources.cpu.cpus", "cpuset.cpus", res->cpu_cpus,
-               err) < 0)
-      return -1;
-    if (res->cpu_mems &&
-        cg_set(d, "linux.resources.cpu.mems", "cpuset.mems", res->cpu_mems,
-               err) < 0)
-      return -1;
-  }
-  for (size_t i = 0;
-       (d->ctrls & CG_BIT(CG_HUGETLB)) && i < res->n_hugepage_limits; i++) {
-    char field[64], file[64], v[32];
-    snprintf(field, sizeof field, "linux.resources.hugepageLimits[%zu].limit",
-             i);
-    snprintf(file, sizeof file, "hugetlb.%s.limit_in_bytes",
-             res->hugepage_limits[i].page_size);
-    snprintf(v, sizeof v, "%" PRIu64, res->hugepage_limits[i].limit);
-    if (cg_set(d, field, file, v, err) < 0)
-      return -1;
-  }
-  return 0;
-}
-
 const struct cg_driver cg_driver_v1 = {
     .name = "v1",
     .oom_file = "memory.oom_control",
+    .hugetlb_limit = "limit_in_bytes",
     .init_level = v1_init_level,
-    .apply = v1_apply,
+    .memory = v1_memory,
+    .cpu = v1_cpu,
 };

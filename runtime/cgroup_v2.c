@@ -89,8 +89,9 @@ static int v2_swap(const struct cg_dir *d, const struct coil_resources *res,
   return cg_set(d, field, "memory.swap.max", v, err);
 }
 
-static int v2_memory(const struct cg_dir *d, const struct coil_resources *res,
-                     struct coil_error *err) {
+static int v2_memory(const struct cg_dir *d, const char *root,
+                     const struct coil_resources *res, struct coil_error *err) {
+  (void)root;
   char v[32];
   if (res->has_memory_limit) {
     fmt_max(v, sizeof v, res->memory_limit);
@@ -140,49 +141,11 @@ static int v2_cpu(const struct cg_dir *d, const struct coil_resources *res,
   return 0;
 }
 
-static int v2_apply(const struct cg_dir *d, const char *root,
-                    const struct coil_resources *res, struct coil_error *err) {
-  (void)root;
-  if (!res)
-    return 0;
-  if ((d->ctrls & CG_BIT(CG_MEMORY)) && v2_memory(d, res, err) < 0)
-    return -1;
-  if ((d->ctrls & CG_BIT(CG_PIDS)) && res->has_pids_limit) {
-    char v[32] = "max";
-    if (res->pids_limit > 0)
-      snprintf(v, sizeof v, "%" PRId64, res->pids_limit);
-    if (cg_set(d, "linux.resources.pids.limit", "pids.max", v, err) < 0)
-      return -1;
-  }
-  if ((d->ctrls & CG_BIT(CG_CPU)) && v2_cpu(d, res, err) < 0)
-    return -1;
-  if (d->ctrls & CG_BIT(CG_CPUSET)) {
-    if (res->cpu_cpus &&
-        cg_set(d, "linux.resources.cpu.cpus", "cpuset.cpus", res->cpu_cpus,
-               err) < 0)
-      return -1;
-    if (res->cpu_mems &&
-        cg_set(d, "linux.resources.cpu.mems", "cpuset.mems", res->cpu_mems,
-               err) < 0)
-      return -1;
-  }
-  for (size_t i = 0;
-       (d->ctrls & CG_BIT(CG_HUGETLB)) && i < res->n_hugepage_limits; i++) {
-    char field[64], file[64], v[32];
-    snprintf(field, sizeof field, "linux.resources.hugepageLimits[%zu].limit",
-             i);
-    snprintf(file, sizeof file, "hugetlb.%s.max",
-             res->hugepage_limits[i].page_size);
-    snprintf(v, sizeof v, "%" PRIu64, res->hugepage_limits[i].limit);
-    if (cg_set(d, field, file, v, err) < 0)
-      return -1;
-  }
-  return 0;
-}
-
 const struct cg_driver cg_driver_v2 = {
     .name = "v2",
     .oom_file = "memory.events",
+    .hugetlb_limit = "max",
     .init_level = v2_init_level,
-    .apply = v2_apply,
+    .memory = v2_memory,
+    .cpu = v2_cpu,
 };

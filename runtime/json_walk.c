@@ -200,53 +200,6 @@ yajl_val jw_get(yajl_val v, const char *key) {
   return NULL;
 }
 
-static int expect_array(struct jw_walk *w, const struct jw_field *f,
-                        yajl_val v) {
-  if (!YAJL_IS_ARRAY(v))
-    return jw_fail(w, "expected array");
-  if ((f->flags & JW_NONEMPTY) && v->u.array.len == 0)
-    return jw_fail(w, "must not be empty");
-  return 0;
-}
-
-static int read_strv(struct jw_walk *w, const struct jw_field *f, yajl_val v,
-                     struct coil_strv *dst) {
-  if (expect_array(w, f, v) < 0)
-    return -1;
-  /* One spare slot: v[n] is NULL so args and env go to execve as they are. */
-  dst->v = calloc(v->u.array.len + 1, sizeof *dst->v);
-  if (!dst->v)
-    return fail_oom(w);
-  for (size_t i = 0; i < v->u.array.len; i++) {
-    size_t mark = jw_push_index(w, i);
-    if (read_string(w, f, v->u.array.values[i], &dst->v[i]) < 0)
-      return -1;
-    dst->n++;
-    jw_pop(w, mark);
-  }
-  return 0;
-}
-
-static int read_u32v(struct jw_walk *w, const struct jw_field *f, yajl_val v,
-                     uint32_t **dst, size_t *n) {
-  if (expect_array(w, f, v) < 0)
-    return -1;
-  if (v->u.array.len == 0)
-    return 0;
-  *dst = calloc(v->u.array.len, sizeof **dst);
-  if (!*dst)
-    return fail_oom(w);
-  for (size_t i = 0; i < v->u.array.len; i++) {
-    size_t mark = jw_push_index(w, i);
-    int64_t x;
-    if (read_signed(w, f, v->u.array.values[i], &x) < 0)
-      return -1;
-    (*dst)[(*n)++] = (uint32_t)x;
-    jw_pop(w, mark);
-  }
-  return 0;
-}
-
 static int read_kv(struct jw_walk *w, yajl_val v, struct coil_kv **dst,
                    size_t *n) {
   if (!YAJL_IS_OBJECT(v))
@@ -273,21 +226,51 @@ static int read_kv(struct jw_walk *w, yajl_val v, struct coil_kv **dst,
   return 0;
 }
 
-static int read_list(struct jw_walk *w, const struct jw_field *f, yajl_val v,
-                     char **dst, size_t *n) {
-  if (expect_array(w, f, v) < 0)
+/* Reads one array element into slot; the JW_*V and JW_ARRAY kinds differ
+ * only in this. */
+typedef int read_elem_fn(struct jw_walk *w, const struct jw_field *f,
+                         yajl_val v, void *slot);
+
+static int read_string_at(struct jw_walk *w, const struct jw_field *f,
+                          yajl_val v, void *slot) {
+  return read_string(w, f, v, slot);
+}
+
+static int read_u32(struct jw_walk *w, const struct jw_field *f, yajl_val v,
+                    void *slot) {
+  int64_t x;
+  if (read_signed(w, f, v, &x) < 0)
     return -1;
-  if (v->u.array.len == 0)
+  *(uint32_t *)slot = (uint32_t)x;
+  return 0;
+}
+
+static int read_object_at(struct jw_walk *w, const struct jw_field *f,
+                          yajl_val v, void *slot) {
+  return jw_read_object(w, f->obj, v, slot);
+}
+
+/* Reads the array v into *items, elements of size bytes and spare zeroed
+ * ones after them; an empty array without spare leaves *items alone. The
+ * block is zeroed and *n set up front, so a failure half-way frees
+ * cleanly. */
+static int read_array(struct jw_walk *w, const struct jw_field *f, yajl_val v,
+                      read_elem_fn *read_elem, size_t size, size_t spare,
+                      char **items, size_t *n) {
+  if (!YAJL_IS_ARRAY(v))
+    return jw_fail(w, "expected array");
+  size_t len = v->u.array.len;
+  if ((f->flags & JW_NONEMPTY) && len == 0)
+    return jw_fail(w, "must not be empty");
+  if (len + spare == 0)
     return 0;
-  /* Zeroed and counted up front, so a failure half-way frees cleanly. */
-  *dst = calloc(v->u.array.len, f->obj->size);
-  if (!*dst)
+  *items = calloc(len + spare, size);
+  if (!*items)
     return fail_oom(w);
-  *n = v->u.array.len;
-  for (size_t i = 0; i < v->u.array.len; i++) {
+  *n = len;
+  for (size_t i = 0; i < len; i++) {
     size_t mark = jw_push_index(w, i);
-    if (jw_read_object(w, f->obj, v->u.array.values[i],
-                       *dst + i * f->obj->size) < 0)
+    if (read_elem(w, f, v->u.array.values[i], *items + i * size) < 0)
       return -1;
     jw_pop(w, mark);
   }
@@ -307,10 +290,7 @@ static int read_value(struct jw_walk *w, const struct jw_field *f, yajl_val v,
   case JW_BOOL:
     return read_bool(w, v, (bool *)dst);
   case JW_U32:
-    if (read_signed(w, f, v, &x) < 0)
-      return -1;
-    *(uint32_t *)dst = (uint32_t)x;
-    return 0;
+    return read_u32(w, f, v, dst);
   case JW_INT:
     if (read_signed(w, f, v, &x) < 0)
       return -1;
@@ -320,16 +300,21 @@ static int read_value(struct jw_walk *w, const struct jw_field *f, yajl_val v,
     return read_signed(w, f, v, (int64_t *)dst);
   case JW_U64:
     return read_u64(w, v, (uint64_t *)dst);
-  case JW_STRV:
-    return read_strv(w, f, v, (struct coil_strv *)dst);
+  case JW_STRV: {
+    struct coil_strv *sv = (struct coil_strv *)dst;
+    /* One spare slot: v[n] is NULL so args and env go to execve as they are. */
+    return read_array(w, f, v, read_string_at, sizeof *sv->v, 1,
+                      (char **)&sv->v, &sv->n);
+  }
   case JW_U32V:
-    return read_u32v(w, f, v, (uint32_t **)dst, n);
+    return read_array(w, f, v, read_u32, sizeof(uint32_t), 0, (char **)dst, n);
   case JW_KV:
     return read_kv(w, v, (struct coil_kv **)dst, n);
   case JW_OBJECT:
     return jw_read_object(w, f->obj, v, dst);
   case JW_ARRAY:
-    return read_list(w, f, v, (char **)dst, n);
+    return read_array(w, f, v, read_object_at, f->obj->size, 0, (char **)dst,
+                      n);
   }
   return jw_fail(w, "unsupported field kind");
 }

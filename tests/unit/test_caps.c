@@ -7,73 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "caps.h"
 #include "tap.h"
+#include "testutil.h"
 
-#define LEN(a) (sizeof(a) / sizeof((a)[0]))
-#define STRV(...)                                                              \
-  {                                                                            \
-    .v = (char *[]){__VA_ARGS__},                                              \
-    .n = sizeof((char *[]){__VA_ARGS__}) / sizeof(char *)                      \
-  }
 #define BIT(cap) (1ULL << (cap))
 
 /* ---- helpers ---------------------------------------------------------- */
-
-typedef int (*child_fn)(const void *arg, char *out, size_t len);
-
-/* Runs fn in a forked child; what it writes to out comes back here. Returns
- * the wait status. The child leaves with _exit (no sanitizer leak check). */
-static int run_child(child_fn fn, const void *arg, char *out, size_t len) {
-  int fds[2];
-  out[0] = '\0';
-  if (pipe(fds) < 0)
-    return -1;
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    char buf[2048] = "";
-    close(fds[0]);
-    int code = fn(arg, buf, sizeof buf);
-    if (write(fds[1], buf, strlen(buf)) < 0)
-      code = 99;
-    _exit(code);
-  }
-  close(fds[1]);
-  size_t got = 0;
-  ssize_t n;
-  while (got + 1 < len && (n = read(fds[0], out + got, len - 1 - got)) > 0)
-    got += (size_t)n;
-  out[got] = '\0';
-  close(fds[0]);
-  int status = -1;
-  waitpid(pid, &status, 0);
-  return status;
-}
-
-/* log_warn writes to fd 2; point it at a memfd for the duration. */
-static int capture_stderr(void) {
-  fflush(stderr);
-  int saved = dup(STDERR_FILENO);
-  int fd = memfd_create("stderr", 0);
-  dup2(fd, STDERR_FILENO);
-  close(fd);
-  return saved;
-}
-
-static void restore_stderr(int saved, char *out, size_t len) {
-  lseek(STDERR_FILENO, 0, SEEK_SET);
-  ssize_t n = read(STDERR_FILENO, out, len - 1);
-  out[n > 0 ? n : 0] = '\0';
-  dup2(saved, STDERR_FILENO);
-  close(saved);
-}
 
 /* "Inh=.. Prm=.. Eff=.. Bnd=.. Amb=.." (hex) from a /proc/PID/status text. */
 static void summarize_status(const char *status, char *out, size_t len) {
@@ -98,17 +42,6 @@ static void own_caps(char *out, size_t len) {
   if (f)
     fclose(f);
   summarize_status(status, out, len);
-}
-
-/* Removes cap from this process's permitted and effective sets. */
-static int lose_cap(cap_value_t cap) {
-  cap_t c = cap_get_proc();
-  int rc = -1;
-  if (c && cap_set_flag(c, CAP_PERMITTED, 1, &cap, CAP_CLEAR) == 0 &&
-      cap_set_flag(c, CAP_EFFECTIVE, 1, &cap, CAP_CLEAR) == 0)
-    rc = cap_set_proc(c);
-  cap_free(c);
-  return rc;
 }
 
 static struct coil_process caps_process(void) {
@@ -295,12 +228,7 @@ static int child_ambient(const void *arg, char *out, size_t len) {
   }
   close(fds[1]);
   char status[8192] = "\n";
-  size_t got = 1;
-  ssize_t n;
-  while (got + 1 < sizeof status &&
-         (n = read(fds[0], status + got, sizeof status - 1 - got)) > 0)
-    got += (size_t)n;
-  status[got] = '\0';
+  read_fd(fds[0], status + 1, sizeof status - 1);
   waitpid(pid, NULL, 0);
   summarize_status(status, out, len);
   return 0;
@@ -338,7 +266,7 @@ struct apply_case {
 static int child_apply_fails(const void *arg, char *out, size_t len) {
   const struct apply_case *a = arg;
   struct coil_error err = {0};
-  if (a->lose >= 0 && lose_cap(a->lose) < 0) {
+  if (a->lose >= 0 && drop_cap(a->lose, true) < 0) {
     snprintf(out, len, "losing cap %d: %s", a->lose, strerror(errno));
     return 2;
   }
@@ -387,7 +315,7 @@ static void test_apply_errors(void) {
   for (size_t i = 0; i < LEN(cases); i++) {
     char seen[2048];
     int st = run_child(child_apply_fails, &cases[i].c, seen, sizeof seen);
-    ok(WIFEXITED(st) && WEXITSTATUS(st) == 1, "fails: %s", cases[i].what);
+    ok(exited(st, 1), "fails: %s", cases[i].what);
     is_str(seen, cases[i].want, "message: %s", cases[i].what);
   }
 }

@@ -7,51 +7,15 @@
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "rlimits.h"
 #include "tap.h"
+#include "testutil.h"
 
-#define LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define RLIMITS(...)                                                           \
   .rlimits = (struct coil_rlimit[]){__VA_ARGS__},                              \
   .n_rlimits =                                                                 \
       sizeof((struct coil_rlimit[]){__VA_ARGS__}) / sizeof(struct coil_rlimit)
-
-/* ---- helpers ---------------------------------------------------------- */
-
-typedef int (*child_fn)(const void *arg, char *out, size_t len);
-
-/* Runs fn in a forked child; what it writes to out comes back here. Returns
- * the wait status. The child leaves with _exit (no sanitizer leak check). */
-static int run_child(child_fn fn, const void *arg, char *out, size_t len) {
-  int fds[2];
-  out[0] = '\0';
-  if (pipe(fds) < 0)
-    return -1;
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    char buf[1024] = "";
-    close(fds[0]);
-    int code = fn(arg, buf, sizeof buf);
-    if (write(fds[1], buf, strlen(buf)) < 0)
-      code = 99;
-    _exit(code);
-  }
-  close(fds[1]);
-  size_t got = 0;
-  ssize_t n;
-  while (got + 1 < len && (n = read(fds[0], out + got, len - 1 - got)) > 0)
-    got += (size_t)n;
-  out[got] = '\0';
-  close(fds[0]);
-  int status = -1;
-  waitpid(pid, &status, 0);
-  return status;
-}
 
 /* ---- the name table ----------------------------------------------------- */
 
@@ -180,7 +144,7 @@ static void test_apply(void) {
   ok(rc == 0, "parses NOFILE 100/200, CORE 0/0");
   char seen[1024];
   int st = run_child(child_apply, &r, seen, sizeof seen);
-  ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "applied in a child");
+  ok(exited(st, 0), "applied in a child");
   is_str(seen, "NOFILE 100/200 CORE 0/0", "getrlimit reads them back");
 }
 
@@ -188,14 +152,10 @@ static void test_apply(void) {
  * it must fail whatever the host grants root. */
 static int lower_and_apply(const struct coil_rlimits *r, rlim_t hard, char *out,
                            size_t len) {
-  cap_t c = cap_get_proc();
-  cap_value_t res = CAP_SYS_RESOURCE;
-  if (!c || cap_set_flag(c, CAP_EFFECTIVE, 1, &res, CAP_CLEAR) < 0 ||
-      cap_set_proc(c) < 0) {
+  if (drop_cap(CAP_SYS_RESOURCE, false) < 0) {
     snprintf(out, len, "dropping CAP_SYS_RESOURCE: %s", strerror(errno));
     return 2;
   }
-  cap_free(c);
   struct rlimit low = {.rlim_cur = hard, .rlim_max = hard};
   if (setrlimit(RLIMIT_NOFILE, &low) < 0) {
     snprintf(out, len, "lowering NOFILE: %s", strerror(errno));
@@ -219,7 +179,7 @@ static void test_raise_hard(void) {
   ok(rc == 0, "parses NOFILE 100/400");
   char seen[1024];
   int st = run_child(child_raise, &r, seen, sizeof seen);
-  ok(WIFEXITED(st) && WEXITSTATUS(st) == 1, "raising the hard limit fails");
+  ok(exited(st, 1), "raising the hard limit fails");
   is_str(seen,
          "process.rlimits[1]: setrlimit(RLIMIT_NOFILE): cannot raise the hard "
          "limit from 300 to 400 without CAP_SYS_RESOURCE",

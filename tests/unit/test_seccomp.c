@@ -9,23 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
-#include <sys/mman.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "seccomp_profile.h"
 #include "tap.h"
+#include "testutil.h"
 
-#define LEN(a) (sizeof(a) / sizeof((a)[0]))
-#define STRV(...)                                                              \
-  {                                                                            \
-    .v = (char *[]){__VA_ARGS__},                                              \
-    .n = sizeof((char *[]){__VA_ARGS__}) / sizeof(char *)                      \
-  }
 #define SYSCALLS(...)                                                          \
   .syscalls = (struct coil_seccomp_syscall[]){__VA_ARGS__},                    \
   .n_syscalls = sizeof((struct coil_seccomp_syscall[]){__VA_ARGS__}) /         \
@@ -39,66 +32,6 @@
 #define NO_PID 0x7fffff38UL
 
 /* ---- helpers ---------------------------------------------------------- */
-
-typedef int (*child_fn)(const void *arg, char *out, size_t len);
-
-/* Runs fn in a forked child; what it writes to out comes back here. Returns
- * the wait status. The child leaves by exit_group itself: no atexit
- * handlers, no sanitizer leak check, and none of the syscalls (sigaltstack,
- * mmap) a sanitizer's _exit hook makes, which a filter may forbid. */
-static int run_child(child_fn fn, const void *arg, char *out, size_t len) {
-  int fds[2];
-  out[0] = '\0';
-  if (pipe(fds) < 0)
-    return -1;
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    char buf[1024] = "";
-    close(fds[0]);
-    int code = fn(arg, buf, sizeof buf);
-    if (write(fds[1], buf, strlen(buf)) < 0)
-      code = 99;
-    syscall(SYS_exit_group, code);
-  }
-  close(fds[1]);
-  size_t got = 0;
-  ssize_t n;
-  while (got + 1 < len && (n = read(fds[0], out + got, len - 1 - got)) > 0)
-    got += (size_t)n;
-  out[got] = '\0';
-  close(fds[0]);
-  int status = -1;
-  waitpid(pid, &status, 0);
-  return status;
-}
-
-static bool exited(int status, int code) {
-  return WIFEXITED(status) && WEXITSTATUS(status) == code;
-}
-
-static bool killed_by(int status, int sig) {
-  return WIFSIGNALED(status) && WTERMSIG(status) == sig;
-}
-
-/* log_warn writes to fd 2; point it at a memfd for the duration. */
-static int capture_stderr(void) {
-  fflush(stderr);
-  int saved = dup(STDERR_FILENO);
-  int fd = memfd_create("stderr", 0);
-  dup2(fd, STDERR_FILENO);
-  close(fd);
-  return saved;
-}
-
-static void restore_stderr(int saved, char *out, size_t len) {
-  lseek(STDERR_FILENO, 0, SEEK_SET);
-  ssize_t n = read(STDERR_FILENO, out, len - 1);
-  out[n > 0 ? n : 0] = '\0';
-  dup2(saved, STDERR_FILENO);
-  close(saved);
-}
 
 static struct coil_seccomp_profile *build_ok(const struct coil_seccomp *cfg,
                                              const char *what) {
@@ -654,14 +587,10 @@ static int child_no_nnp(const void *arg, char *out, size_t len) {
 }
 
 static int child_no_nnp_no_admin(const void *arg, char *out, size_t len) {
-  cap_t caps = cap_get_proc();
-  cap_value_t admin = CAP_SYS_ADMIN;
-  if (!caps || cap_set_flag(caps, CAP_EFFECTIVE, 1, &admin, CAP_CLEAR) < 0 ||
-      cap_set_proc(caps) < 0) {
+  if (drop_cap(CAP_SYS_ADMIN, false) < 0) {
     snprintf(out, len, "dropping CAP_SYS_ADMIN: %s", strerror(errno));
     return 2;
   }
-  cap_free(caps);
   return child_no_nnp(arg, out, len);
 }
 
