@@ -332,6 +332,12 @@ static const struct jw_field python_fields[] = {
     JW_STRING("code", struct coil_sandbox, python_code,
               JW_REQUIRED | JW_NONEMPTY),
     JW_STRING("entry", struct coil_sandbox, python_entry, JW_NONEMPTY),
+    JW_INTEGER("timeout", struct coil_sandbox, timeout,
+               JW_HAS(struct coil_sandbox, has_timeout), 1, 3600, 0),
+    JW_INTEGER("maxRequest", struct coil_sandbox, max_request,
+               JW_HAS(struct coil_sandbox, has_max_request), 2, 64 << 20, 0),
+    JW_INTEGER("maxOutput", struct coil_sandbox, max_output,
+               JW_HAS(struct coil_sandbox, has_max_output), 64, 64 << 20, 0),
 };
 static const struct jw_object python_obj =
     JW_TABLE(struct coil_sandbox, python_fields, NULL);
