@@ -134,12 +134,19 @@ static int wait_forwarding(pid_t pid, const sigset_t *set) {
   return status;
 }
 
+/* The container's status as run's exit code; limits it ran into are
+ * reported, so an OOM kill or a refused fork is not a mystery. */
 static int exit_code_of(const char *root, const char *id, int status) {
+  struct coil_limit_report lim;
+  container_limits(root, id, &lim);
+  if (lim.pids_limit_hits)
+    log_error("container \"%s\" reached its pids limit (%llu forks refused)", id,
+              lim.pids_limit_hits);
   if (WIFEXITED(status))
     return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
-    if (sig == SIGKILL && container_oom_killed(root, id))
+    if (sig == SIGKILL && lim.oom_killed)
       log_error("container \"%s\" was killed by the OOM killer (memory limit "
                 "reached)",
                 id);

@@ -769,19 +769,32 @@ int cgroup_pids(const struct coil_cgroup *cg, pid_t **pids, size_t *n,
   return 0;
 }
 
-bool cgroup_oom_killed(const struct coil_cgroup *cg) {
-  const struct cg_dir *d = find_dir(cg, CG_MEMORY);
+/* The value of a "key N" line of a flat-keyed cgroup file, 0 when absent. */
+static unsigned long long read_counter(const struct cg_dir *d, const char *file,
+                                       const char *key) {
   struct coil_error err;
   cleanup_free char *text = NULL;
-  if (!d || cg_read(d->path, d->drv->oom_file, &text, &err) < 0)
-    return false;
-  /* The "oom_kill N" line (v1 since Linux 4.13; v2 memory.events). */
-  const char *line = text;
-  while (line && strncmp(line, "oom_kill ", 9)) {
-    line = strchr(line, '\n');
-    line = line ? line + 1 : NULL;
+  if (!d || cg_read(d->path, file, &text, &err) < 0)
+    return 0;
+  size_t klen = strlen(key);
+  for (const char *line = text; line; line = strchr(line, '\n')) {
+    if (*line == '\n')
+      line++;
+    if (strncmp(line, key, klen) == 0 && line[klen] == ' ')
+      return strtoull(line + klen + 1, NULL, 10);
   }
-  return line && strtoull(line + 9, NULL, 10) > 0;
+  return 0;
+}
+
+bool cgroup_oom_killed(const struct coil_cgroup *cg) {
+  /* "oom_kill N": v1 memory.oom_control since Linux 4.13, v2 memory.events. */
+  const struct cg_dir *d = find_dir(cg, CG_MEMORY);
+  return d && read_counter(d, d->drv->oom_file, "oom_kill") > 0;
+}
+
+unsigned long long cgroup_pids_limit_hits(const struct coil_cgroup *cg) {
+  /* "max N" of pids.events (v1 and v2): forks refused at pids.max. */
+  return read_counter(find_dir(cg, CG_PIDS), "pids.events", "max");
 }
 
 int cgroup_destroy(const struct coil_cgroup *cg, struct coil_error *err) {

@@ -39,6 +39,9 @@ int cgroup_pids(const struct coil_cgroup *cg, pid_t **pids, size_t *n,
 /* True when the memory controller recorded an OOM kill in this cgroup. */
 bool cgroup_oom_killed(const struct coil_cgroup *cg);
 
+/* How many forks the pids controller refused at its limit. */
+unsigned long long cgroup_pids_limit_hits(const struct coil_cgroup *cg);
+
 /* Removes every directory cgroup_create made (waits briefly for the
  * kernel to release dying tasks); also removes an empty "coil" parent. */
 int cgroup_destroy(const struct coil_cgroup *cg, struct coil_error *err);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -195,6 +196,54 @@ struct create_ctx {
   pid_t pid;
 };
 
+/* Joining a user namespace by path must come before the other namespaces
+ * are created, so they belong to it; the parent must stay host root for the
+ * cgroup and hooks, so a short-lived middle process joins and clones. The
+ * parent is a subreaper, so init is reparented to it and `run` can reap it.
+ * Returns 0 in init, its pid in the parent, -1 on failure. */
+static pid_t clone_in_user_namespace(const char *path, int flags,
+                                     struct coil_error *err) {
+  cleanup_close int userfd = open(path, O_RDONLY | O_CLOEXEC);
+  if (userfd < 0)
+    return coil_error_sys(err, errno, "linux.namespaces: open user namespace %s", path);
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) < 0)
+    return coil_error_sys(err, errno, "pipe");
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  pid_t mid = fork();
+  if (mid < 0) {
+    int e = errno;
+    close(p[0]);
+    close(p[1]);
+    return coil_error_sys(err, e, "fork");
+  }
+  if (mid == 0) {
+    close(p[0]);
+    int result = -EINVAL;
+    if (setns(userfd, CLONE_NEWUSER) < 0) {
+      result = -errno;
+    } else {
+      pid_t c = (pid_t)syscall(SYS_clone, (unsigned long)flags | SIGCHLD, 0, 0, 0, 0);
+      if (c == 0) {
+        close(p[1]);
+        return 0;
+      }
+      result = c < 0 ? -errno : c;
+    }
+    ssize_t w = write(p[1], &result, sizeof result);
+    _exit(w == sizeof result ? 0 : 1);
+  }
+  close(p[1]);
+  int result = -EPIPE;
+  ssize_t r = read(p[0], &result, sizeof result);
+  close(p[0]);
+  waitpid(mid, NULL, 0);
+  if (r != sizeof result || result < 0)
+    return coil_error_sys(err, result < 0 ? -result : EPIPE,
+                          "linux.namespaces: join user namespace %s and clone", path);
+  return result;
+}
+
 /* The parent's side of the setup handshake with init (see init.c). */
 static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
                       const struct coil_rlimits *rl,
@@ -212,13 +261,13 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
   cleanup_close int start_fd = start_socket_listen(x->dirfd, err);
   if (start_fd < 0)
     return -1;
-  if (namespaces_join_pid_for_children(&cfg->lnx, err) < 0)
+  struct ns_saved saved;
+  if (namespaces_parent_enter(&cfg->lnx, &saved, err) < 0)
     return -1;
-
   int flags = namespaces_clone_flags(&cfg->lnx);
-  pid_t pid = (pid_t)syscall(SYS_clone, (unsigned long)flags | SIGCHLD, 0, 0, 0, 0);
-  if (pid < 0)
-    return coil_error_sys(err, errno, "clone");
+  pid_t pid = namespaces_user_path(&cfg->lnx)
+                  ? clone_in_user_namespace(namespaces_user_path(&cfg->lnx), flags, err)
+                  : (pid_t)syscall(SYS_clone, (unsigned long)flags | SIGCHLD, 0, 0, 0, 0);
   if (pid == 0) {
     struct init_ctx ic = {.cfg = cfg,
                           .id = x->o->id,
@@ -233,6 +282,16 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
     close(parent_end);
     init_main(&ic);
   }
+  int clone_errno = errno;
+  struct coil_error rerr;
+  if (namespaces_parent_restore(&saved, &rerr) < 0) {
+    if (pid > 0)
+      x->pid = pid;
+    *err = rerr;
+    return -1;
+  }
+  if (pid < 0)
+    return err->msg[0] ? -1 : coil_error_sys(err, clone_errno, "clone");
   x->pid = pid;
   close(steal_fd(child_end));
   close(steal_fd(start_fd));
@@ -307,19 +366,25 @@ int container_create(const struct coil_create_opts *o, pid_t *pid_out,
   x.cfg = cfg;
   x.bundle = bundle;
   x.rootfs = rootfs;
+  log_debug("create %s: bundle %s, rootfs %s, namespaces 0x%x", o->id, bundle,
+            rootfs, (unsigned)namespaces_clone_flags(&cfg->lnx));
   if (state_dir_create(o->root, o->id, &x.dirfd, err) < 0)
     return -1;
   char created[64];
   now_rfc3339(created, sizeof created);
+  char cgroup_name[COIL_ID_DIRNAME_MAX];
+  id_dirname(o->id, cgroup_name);
   int r = state_write_file(x.dirfd, "config.json", raw, raw_len, err);
   if (r == 0)
-    r = cgroup_create(NULL, cfg->lnx.cgroups_path, o->id,
+    r = cgroup_create(NULL, cfg->lnx.cgroups_path, cgroup_name,
                       cfg->lnx.has_resources ? &cfg->lnx.resources : NULL, &x.cg, err);
   if (r == 0)
     r = spawn_init(&x, &caps, &rl, sp, err);
   cleanup_free char *cg_text = NULL;
   if (r == 0) {
     cg_text = cgroup_serialize(x.cg);
+    log_debug("create %s: init is pid %d, cgroup %s", o->id, x.pid,
+              cg_text ? cg_text : "-");
     struct coil_state st = {.id = (char *)o->id,
                             .pid = x.pid,
                             .pid_start = state_pid_start_time(x.pid),
@@ -405,6 +470,7 @@ int container_start(const char *root, const char *id, struct coil_error *err) {
   msg[len] = '\0';
   if (len > 0)
     return coil_error_set(err, EIO, "start container \"%s\": %s", id, msg);
+  log_debug("start %s: init %d exec'd process.args", id, st->pid);
   st->started = true;
   if (state_write(dirfd, st, err) < 0)
     return -1;
@@ -493,6 +559,7 @@ int container_delete(const char *root, const char *id, bool force,
   if (load_state_config(root, id, &cfg, &cerr) < 0)
     log_warn("delete: %s", cerr.msg);
   enum coil_status s = state_status(st);
+  log_debug("delete %s: status %s%s", id, state_status_name(s), force ? ", forced" : "");
   if (s == COIL_STATUS_RUNNING && !force)
     return coil_error_set(err, EBUSY,
                           "container \"%s\" is running: stop it first or use "
@@ -521,15 +588,17 @@ int container_delete(const char *root, const char *id, bool force,
   return state_dir_remove(root, id, err);
 }
 
-bool container_oom_killed(const char *root, const char *id) {
+void container_limits(const char *root, const char *id, struct coil_limit_report *r) {
+  *r = (struct coil_limit_report){0};
   cleanup_state struct coil_state *st = NULL;
   struct coil_error ignored;
   if (state_read(root, id, &st, &ignored) < 0 || !st->cgroup)
-    return false;
+    return;
   cleanup_cgroup struct coil_cgroup *cg = NULL;
   if (cgroup_deserialize(st->cgroup, &cg, &ignored) < 0)
-    return false;
-  return cgroup_oom_killed(cg);
+    return;
+  r->oom_killed = cgroup_oom_killed(cg);
+  r->pids_limit_hits = cgroup_pids_limit_hits(cg);
 }
 
 int container_state_json(const char *root, const char *id, bool pretty,
@@ -544,14 +613,16 @@ int container_state_json(const char *root, const char *id, bool pretty,
   if (load_state_config(root, id, &cfg, &cerr) < 0)
     log_warn("state: %s", cerr.msg);
   enum coil_status s = state_status(st);
+  struct coil_limit_report lim;
+  container_limits(root, id, &lim);
   struct coil_oci_state os = {.id = st->id,
                               .status = state_status_name(s),
                               .pid = s == COIL_STATUS_STOPPED ? 0 : st->pid,
                               .bundle = st->bundle,
                               .rootfs = st->rootfs,
                               .created = st->created,
-                              .oom_killed = s == COIL_STATUS_STOPPED &&
-                                            container_oom_killed(root, id),
+                              .oom_killed = lim.oom_killed,
+                              .pids_limit_hits = lim.pids_limit_hits,
                               .cfg = cfg};
   *json = oci_state_json(&os, pretty);
   if (!*json)

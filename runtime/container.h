@@ -42,7 +42,11 @@ int container_list(const char *root, struct coil_container_info **out, size_t *n
                    struct coil_error *err);
 void container_list_free(struct coil_container_info *l, size_t n);
 
-/* True when the container's cgroup recorded an OOM kill. */
-bool container_oom_killed(const char *root, const char *id);
+/* What the container's cgroup recorded about its limits. */
+struct coil_limit_report {
+  bool oom_killed;
+  unsigned long long pids_limit_hits; /* forks refused at pids.max */
+};
+void container_limits(const char *root, const char *id, struct coil_limit_report *r);
 
 #endif

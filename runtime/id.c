@@ -1,5 +1,7 @@
 #include "id.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 static int id_char_ok(unsigned char c) {
@@ -22,4 +24,24 @@ int id_validate(const char *id, struct coil_error *err) {
                             "(allowed: letters, digits, _ . + -)",
                             (unsigned char)id[i], i);
   return 0;
+}
+
+static uint64_t fnv1a64(const char *s, uint64_t h) {
+  for (; *s; s++) {
+    h ^= (unsigned char)*s;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+void id_dirname(const char *id, char out[COIL_ID_DIRNAME_MAX]) {
+  if (strlen(id) < COIL_ID_DIRNAME_MAX) {
+    strcpy(out, id);
+    return;
+  }
+  /* Two FNV-1a passes with different offsets: ids are chosen by the
+   * caller, not an adversary, so collisions need only be improbable. */
+  snprintf(out, COIL_ID_DIRNAME_MAX, "coil-id-%016llx%016llx",
+           (unsigned long long)fnv1a64(id, 0xcbf29ce484222325ULL),
+           (unsigned long long)fnv1a64(id, 0x84222325cbf29ce4ULL));
 }

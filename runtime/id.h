@@ -10,4 +10,10 @@
 /* Accepts 1..1024 bytes of [A-Za-z0-9_.+-], not "." or "..". */
 int id_validate(const char *id, struct coil_error *err);
 
+/* Directory name for an id (state dir, default cgroup): the id itself when
+ * it fits comfortably in NAME_MAX, else "coil-id-" and a 128-bit hash of it.
+ * The real id is always kept in state.json. */
+#define COIL_ID_DIRNAME_MAX 201
+void id_dirname(const char *id, char out[COIL_ID_DIRNAME_MAX]);
+
 #endif

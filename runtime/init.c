@@ -75,13 +75,11 @@ static char *state_for_hooks(const struct init_ctx *c, pid_t host_pid,
 static int become_ns_root(const struct coil_linux *l, struct coil_error *err) {
   if (!namespaces_has(l, CLONE_NEWUSER))
     return 0;
-  if (namespaces_host_id(l->uid_mappings, l->n_uid_mappings, 0) < 0 ||
-      namespaces_host_id(l->gid_mappings, l->n_gid_mappings, 0) < 0)
-    return 0;
+  /* EINVAL: 0 is not mapped (a joined namespace may not map it). */
   if (setresgid(0, 0, 0) < 0)
-    return coil_error_sys(err, errno, "setresgid(0) in the user namespace");
+    return errno == EINVAL ? 0 : coil_error_sys(err, errno, "setresgid(0) in the user namespace");
   if (setresuid(0, 0, 0) < 0)
-    return coil_error_sys(err, errno, "setresuid(0) in the user namespace");
+    return errno == EINVAL ? 0 : coil_error_sys(err, errno, "setresuid(0) in the user namespace");
   if (setgroups(0, NULL) < 0 && errno != EPERM)
     return coil_error_sys(err, errno, "setgroups in the user namespace");
   return 0;
@@ -181,11 +179,11 @@ void init_main(const struct init_ctx *c) {
   struct coil_error err = {0};
   int sync_fd = c->sync_fd;
 
-  /* 1. Nothing of the host leaks in but the fds the protocol needs; if the
-   *    parent dies during setup, so do we. */
+  /* 1. Nothing of the host leaks in but the fds the protocol needs. If the
+   *    parent dies during setup its end of the sync socket closes and init
+   *    exits at the next step. */
   int keep[] = {c->sync_fd, c->start_fd, c->console_fd};
   close_fds_except(keep, sizeof keep / sizeof keep[0]);
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
 
   /* 2. The parent has written the id maps and put us in the cgroup. */
   char payload[64];
@@ -240,8 +238,7 @@ void init_main(const struct init_ctx *c) {
     close(c->console_fd);
   }
 
-  /* 9. Ready: from here the parent may exit, so stop tying our life to it. */
-  prctl(PR_SET_PDEATHSIG, 0);
+  /* 9. Ready: from here the parent may exit. */
   if (sync_send(sync_fd, SYNC_READY, NULL, &err) < 0)
     _exit(INIT_FAILED);
   close(sync_fd);

@@ -75,26 +75,73 @@ static int join_one(const struct coil_namespace *ns, size_t i,
 }
 
 int namespaces_join(const struct coil_linux *l, struct coil_error *err) {
+  const struct coil_namespace *mnt = find_ns(l, CLONE_NEWNS);
+  if (mnt && mnt->path)
+    return join_one(mnt, (size_t)(mnt - l->namespaces), err);
+  return 0;
+}
+
+const char *namespaces_user_path(const struct coil_linux *l) {
   const struct coil_namespace *user = find_ns(l, CLONE_NEWUSER);
-  if (user && user->path && join_one(user, (size_t)(user - l->namespaces), err) < 0)
-    return -1;
+  return user ? user->path : NULL;
+}
+
+/* /proc/self/ns entry that names the parent's current namespace of a type. */
+static const char *self_ns_name(int flag) {
+  switch (flag) {
+  case CLONE_NEWNET:
+    return "net";
+  case CLONE_NEWIPC:
+    return "ipc";
+  case CLONE_NEWUTS:
+    return "uts";
+  case CLONE_NEWCGROUP:
+    return "cgroup";
+  case CLONE_NEWPID:
+    return "pid_for_children";
+  case CLONE_NEWTIME:
+    return "time_for_children";
+  default:
+    return NULL;
+  }
+}
+
+int namespaces_parent_enter(const struct coil_linux *l, struct ns_saved *saved,
+                            struct coil_error *err) {
+  saved->n = 0;
   for (size_t i = 0; i < l->n_namespaces; i++) {
     const struct coil_namespace *ns = &l->namespaces[i];
-    if (!ns->path || ns->clone_flag == CLONE_NEWUSER ||
-        ns->clone_flag == CLONE_NEWPID)
+    const char *self = self_ns_name(ns->clone_flag);
+    if (!ns->path || !self)
       continue;
-    if (join_one(ns, i, err) < 0)
+    char cur[64];
+    snprintf(cur, sizeof cur, "/proc/self/ns/%s", self);
+    int fd = open(cur, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      int e = errno;
+      namespaces_parent_restore(saved, err);
+      return coil_error_sys(err, e, "open %s", cur);
+    }
+    saved->fd[saved->n] = fd;
+    saved->flag[saved->n++] = ns->clone_flag;
+    if (join_one(ns, i, err) < 0) {
+      struct coil_error ignored;
+      namespaces_parent_restore(saved, &ignored);
       return -1;
+    }
   }
   return 0;
 }
 
-int namespaces_join_pid_for_children(const struct coil_linux *l,
-                                     struct coil_error *err) {
-  const struct coil_namespace *pid = find_ns(l, CLONE_NEWPID);
-  if (!pid || !pid->path)
-    return 0;
-  return join_one(pid, (size_t)(pid - l->namespaces), err);
+int namespaces_parent_restore(struct ns_saved *saved, struct coil_error *err) {
+  int r = 0;
+  for (size_t i = saved->n; i-- > 0;) {
+    if (setns(saved->fd[i], saved->flag[i]) < 0 && r == 0)
+      r = coil_error_sys(err, errno, "setns back to the runtime's namespace");
+    close(saved->fd[i]);
+  }
+  saved->n = 0;
+  return r;
 }
 
 static int write_map(pid_t pid, const char *file, const char *field,

@@ -20,14 +20,25 @@ bool namespaces_has(const struct coil_linux *l, int clone_flag);
  * a new user namespace has mappings. */
 int namespaces_validate(const struct coil_linux *l, struct coil_error *err);
 
-/* Joins namespaces given by path, user namespace first. The pid namespace
- * is skipped here: it is joined by the parent before clone. */
+/* Init: joins a mount namespace given by path (the user namespace, if any,
+ * was joined before init was born). */
 int namespaces_join(const struct coil_linux *l, struct coil_error *err);
 
-/* Parent: setns into a configured pid namespace path so the child is born
- * in it. No-op without a path. */
-int namespaces_join_pid_for_children(const struct coil_linux *l,
-                                     struct coil_error *err);
+/* The parent joins the network, ipc, uts, cgroup, time and (for its
+ * children) pid namespaces given by path while it is still host root, so
+ * init is born in them; namespaces_parent_restore puts the parent back. */
+struct ns_saved {
+  int fd[8];
+  int flag[8];
+  size_t n;
+};
+int namespaces_parent_enter(const struct coil_linux *l, struct ns_saved *saved,
+                            struct coil_error *err);
+/* Fails when the parent could not get back: it must not go on. */
+int namespaces_parent_restore(struct ns_saved *saved, struct coil_error *err);
+
+/* The user namespace path, or NULL. */
+const char *namespaces_user_path(const struct coil_linux *l);
 
 /* Parent: writes /proc/<pid>/{uid_map,gid_map}. */
 int namespaces_write_id_maps(pid_t pid, const struct coil_linux *l,

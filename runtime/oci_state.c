@@ -34,6 +34,10 @@ char *oci_state_json(const struct coil_oci_state *s, bool pretty) {
     put_str(g, "oomKilled");
     yajl_gen_bool(g, 1);
   }
+  if (s->pids_limit_hits) {
+    put_str(g, "pidsLimitHits");
+    yajl_gen_integer(g, (long long)s->pids_limit_hits);
+  }
   put_str(g, "annotations");
   yajl_gen_map_open(g);
   if (s->cfg)

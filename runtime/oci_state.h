@@ -18,6 +18,7 @@ struct coil_oci_state {
   const char *rootfs;  /* extension, as runc prints it; may be NULL */
   const char *created; /* extension; may be NULL */
   bool oom_killed;     /* extension: "oomKilled": true when set */
+  unsigned long long pids_limit_hits; /* extension: "pidsLimitHits" when > 0 */
   const struct coil_config *cfg; /* annotations; may be NULL */
 };
 

@@ -17,7 +17,9 @@
 
 char *state_path(const char *root, const char *id, const char *name) {
   char *p = NULL;
-  if (asprintf(&p, "%s/%s%s%s", root, id, name ? "/" : "", name ? name : "") < 0)
+  char dir[COIL_ID_DIRNAME_MAX];
+  id_dirname(id, dir);
+  if (asprintf(&p, "%s/%s%s%s", root, dir, name ? "/" : "", name ? name : "") < 0)
     return NULL;
   return p;
 }
@@ -139,7 +141,9 @@ int state_write_file(int dirfd, const char *name, const char *buf, size_t len,
     }
     off += (size_t)w;
   }
-  if (fsync(fd) < 0 || renameat(dirfd, tmp, dirfd, name) < 0) {
+  /* rename alone makes the update atomic for readers; --root is normally a
+   * tmpfs, where fsync buys nothing. */
+  if (renameat(dirfd, tmp, dirfd, name) < 0) {
     int e = errno;
     unlinkat(dirfd, tmp, 0);
     return coil_error_sys(err, e, "write %s", name);

@@ -1,0 +1,420 @@
+"""create/start/state/kill/delete, run's exit status and signal forwarding."""
+
+import json
+import os
+import signal
+import stat
+import threading
+import time
+
+from harness import (check, coil, describe, new_bundle, new_id, new_root,
+                     popen, run, sh, state, tmpdir, wait_status)
+
+
+def _alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def test_create_start_state_delete():
+    root = new_root()
+    b = new_bundle(["sleep", "100"], annotations={"org.coil.test": "yes"})
+    cid = new_id()
+    pidfile = os.path.join(tmpdir(), "pid")
+    check(coil("create", "--bundle", b, "--pid-file", pidfile, cid, root=root))
+    st = state(cid, root)
+    assert st["status"] == "created", st
+    assert st["id"] == cid and st["ociVersion"].startswith("1."), st
+    assert st["bundle"] == b, st
+    assert st.get("annotations", {}).get("org.coil.test") == "yes", st
+    pid = st["pid"]
+    assert pid > 0 and _alive(pid), st
+    with open(pidfile) as f:
+        assert int(f.read().strip()) == pid
+    check(coil("start", cid, root=root))
+    st = state(cid, root)
+    assert st["status"] == "running" and st["pid"] == pid, st
+    check(coil("kill", cid, "KILL", root=root))
+    st = wait_status(cid, root, "stopped")
+    assert not _alive(pid)
+    check(coil("delete", cid, root=root))
+    r = coil("state", cid, root=root)
+    assert r.returncode != 0, describe(r)
+    assert os.listdir(root) == []
+
+
+def test_start_releases_init_only_on_start():
+    root = new_root()
+    out = os.path.join(tmpdir(0o777), "out")
+    b = new_bundle(["sh", "-c", "echo started"])
+    cid = new_id()
+    with open(out, "w") as f:
+        check(coil("create", "--bundle", b, cid, root=root, stdout=f))
+    time.sleep(0.3)
+    assert open(out).read() == "", "process ran before start"
+    check(coil("start", cid, root=root))
+    wait_status(cid, root, "stopped")
+    check(coil("delete", cid, root=root))
+    assert open(out).read() == "started\n"
+
+
+def test_stdout_is_creates_stdout():
+    root = new_root()
+    d = tmpdir()
+    out, err = os.path.join(d, "out"), os.path.join(d, "err")
+    b = new_bundle(["sh", "-c", "echo to-stdout; echo to-stderr >&2"])
+    cid = new_id()
+    with open(out, "w") as fo, open(err, "w") as fe:
+        check(coil("create", "--bundle", b, cid, root=root, stdout=fo,
+                   stderr=fe))
+    check(coil("start", cid, root=root))
+    wait_status(cid, root, "stopped")
+    check(coil("delete", cid, root=root))
+    assert open(out).read() == "to-stdout\n"
+    assert "to-stderr\n" in open(err).read()
+
+
+def test_start_twice_fails():
+    root = new_root()
+    b = new_bundle(["sleep", "100"])
+    cid = new_id()
+    check(coil("create", "--bundle", b, cid, root=root))
+    check(coil("start", cid, root=root))
+    r = coil("start", cid, root=root)
+    assert r.returncode not in (0, None), describe(r)
+    assert state(cid, root)["status"] == "running"
+    check(coil("delete", "--force", cid, root=root))
+
+
+def test_start_stopped_fails():
+    root = new_root()
+    b = new_bundle(["true"])
+    cid = new_id()
+    check(coil("create", "--bundle", b, cid, root=root))
+    check(coil("start", cid, root=root))
+    wait_status(cid, root, "stopped")
+    r = coil("start", cid, root=root)
+    assert r.returncode not in (0, None), describe(r)
+    check(coil("delete", cid, root=root))
+
+
+def test_delete_running_needs_force():
+    root = new_root()
+    b = new_bundle(["sleep", "100"])
+    cid = new_id()
+    check(coil("create", "--bundle", b, cid, root=root))
+    check(coil("start", cid, root=root))
+    pid = state(cid, root)["pid"]
+    r = coil("delete", cid, root=root)
+    assert r.returncode not in (0, None), describe(r)
+    assert state(cid, root)["status"] == "running"
+    check(coil("delete", "--force", cid, root=root))
+    assert not _alive(pid)
+    assert os.listdir(root) == []
+
+
+def test_delete_created_container():
+    root = new_root()
+    b = new_bundle(["sleep", "100"])
+    cid = new_id()
+    check(coil("create", "--bundle", b, cid, root=root))
+    pid = state(cid, root)["pid"]
+    check(coil("delete", cid, root=root))
+    assert not _alive(pid)
+    assert os.listdir(root) == []
+
+
+def test_duplicate_id_fails():
+    root = new_root()
+    b = new_bundle(["sleep", "100"])
+    cid = new_id()
+    check(coil("create", "--bundle", b, cid, root=root))
+    pid = state(cid, root)["pid"]
+    r = coil("create", "--bundle", b, cid, root=root)
+    assert r.returncode not in (0, None), describe(r)
+    assert "exist" in r.stderr, describe(r)
+    st = state(cid, root)
+    assert st["pid"] == pid and st["status"] == "created", st
+    r = coil("run", "--bundle", b, cid, root=root)
+    assert r.returncode not in (0, None), describe(r)
+    check(coil("delete", cid, root=root))
+
+
+def test_concurrent_create_same_id():
+    root = new_root()
+    b = new_bundle(["sleep", "100"])
+    for _ in range(3):
+        cid = new_id()
+        results = [None, None]
+        start = threading.Event()
+
+        def go(i):
+            start.wait()
+            results[i] = coil("create", "--bundle", b, cid, root=root)
+        ts = [threading.Thread(target=go, args=(i,)) for i in range(2)]
+        for t in ts:
+            t.start()
+        start.set()
+        for t in ts:
+            t.join()
+        rcs = sorted(r.returncode for r in results)
+        assert rcs[0] == 0 and rcs[1] not in (0, None), "\n".join(
+            describe(r) for r in results)
+        st = state(cid, root)
+        assert st["status"] == "created" and st["pid"] > 0, st
+        check(coil("delete", "--force", cid, root=root))
+    assert os.listdir(root) == []
+
+
+def test_run_exit_code():
+    r = sh("exit 3")
+    assert r.returncode == 3, describe(r)
+    r = sh("true")
+    assert r.returncode == 0, describe(r)
+
+
+def test_run_removes_container():
+    root = new_root()
+    b = new_bundle(["true"])
+    check(run(b, root=root))
+    assert os.listdir(root) == []
+
+
+def test_run_missing_binary_fails():
+    r = sh("exec /does/not/exist")
+    assert r.returncode not in (0, None), describe(r)
+    b = new_bundle(["/does/not/exist"])
+    r = run(b)
+    assert r.returncode not in (0, None), describe(r)
+    assert "/does/not/exist" in r.stderr, describe(r)
+
+
+def _wait_line(p, want, timeout=10):
+    """Reads p.stdout until a line equal to want (returns lines read)."""
+    got = []
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        line = p.stdout.readline()
+        if not line:
+            break
+        got.append(line)
+        if line.strip() == want:
+            return got
+    raise AssertionError("never saw %r; got %r; stderr %r" % (
+        want, got, p.stderr.read() if p.poll() is not None else "(running)"))
+
+
+def _finish(p, timeout=15):
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except Exception:  # noqa: BLE001
+        p.kill()
+        out, err = p.communicate()
+        raise AssertionError("coil run did not exit in %ss: %r %r" % (
+            timeout, out, err))
+    return out, err
+
+
+def test_run_killed_by_signal_137():
+    root = new_root()
+    b = new_bundle(["sh", "-c", "sleep 100 & echo ready; wait"])
+    cid = new_id()
+    p = popen("run", "--bundle", b, cid, root=root)
+    _wait_line(p, "ready")
+    check(coil("kill", cid, "KILL", root=root))
+    out, err = _finish(p)
+    assert p.returncode == 137, (p.returncode, out, err)
+    assert os.listdir(root) == []
+
+
+def test_run_forwards_sigterm():
+    root = new_root()
+    b = new_bundle(["sh", "-c", 'trap "exit 7" TERM; echo ready; '
+                    'while true; do sleep 0.1; done'])
+    cid = new_id()
+    p = popen("run", "--bundle", b, cid, root=root)
+    _wait_line(p, "ready")
+    p.send_signal(signal.SIGTERM)
+    out, err = _finish(p)
+    assert p.returncode == 7, (p.returncode, out, err)
+    assert os.listdir(root) == []
+
+
+def test_run_forwards_sigint_and_sighup():
+    for sig, name in ((signal.SIGINT, "INT"), (signal.SIGHUP, "HUP")):
+        root = new_root()
+        b = new_bundle(["sh", "-c", 'trap "exit 9" %s; echo ready; '
+                        'while true; do sleep 0.1; done' % name])
+        cid = new_id()
+        p = popen("run", "--bundle", b, cid, root=root)
+        _wait_line(p, "ready")
+        p.send_signal(sig)
+        out, err = _finish(p)
+        assert p.returncode == 9, (name, p.returncode, out, err)
+
+
+def test_run_default_sigterm_exit_143():
+    # init with a handler-less TERM ignores it (PID 1); a child does not.
+    root = new_root()
+    b = new_bundle(["sh", "-c", "sleep 100 & echo ready; wait $!; "
+                    "exit $?"])
+    cid = new_id()
+    p = popen("run", "--bundle", b, cid, root=root)
+    _wait_line(p, "ready")
+    check(coil("kill", "--all", cid, "TERM", root=root))
+    out, err = _finish(p)
+    assert p.returncode == 143, (p.returncode, out, err)
+
+
+def test_kill_signal_spellings():
+    procs = []
+    for spelling in ("TERM", "SIGTERM", "15", None):
+        root = new_root()
+        b = new_bundle(["sh", "-c", 'trap "exit 7" TERM; echo ready; '
+                        'while true; do sleep 0.1; done'])
+        cid = new_id()
+        p = popen("run", "--bundle", b, cid, root=root)
+        procs.append((spelling, cid, root, p))
+    for spelling, cid, root, p in procs:
+        _wait_line(p, "ready")
+        args = ["kill", cid] + ([spelling] if spelling else [])
+        check(coil(*args, root=root))
+    for spelling, cid, root, p in procs:
+        out, err = _finish(p)
+        assert p.returncode == 7, (spelling, p.returncode, out, err)
+
+
+def test_kill_usr1_delivered():
+    root = new_root()
+    b = new_bundle(["sh", "-c", 'trap "echo got-usr1" USR1; echo ready; '
+                    'while true; do sleep 0.1; done'])
+    cid = new_id()
+    p = popen("run", "--bundle", b, cid, root=root)
+    _wait_line(p, "ready")
+    check(coil("kill", cid, "SIGUSR1", root=root))
+    _wait_line(p, "got-usr1")
+    check(coil("kill", cid, "9", root=root))
+    out, err = _finish(p)
+    assert p.returncode == 137, (p.returncode, out, err)
+
+
+def test_kill_bad_signal_fails():
+    root = new_root()
+    b = new_bundle(["sleep", "100"])
+    cid = new_id()
+    check(coil("create", "--bundle", b, cid, root=root))
+    for bad in ("NOTASIG", "SIGFOO", "999", "-1"):
+        r = coil("kill", cid, bad, root=root)
+        assert r.returncode not in (0, None), describe(r)
+    assert state(cid, root)["status"] == "created"
+    check(coil("delete", "--force", cid, root=root))
+
+
+def test_kill_all():
+    root = new_root()
+    b = new_bundle(["sh", "-c", 'trap "echo got-term" TERM; sleep 100 & '
+                    'echo ready; wait $!; echo "wait1=$?"; wait $!; '
+                    'echo "wait2=$?"'])
+    cid = new_id()
+    p = popen("run", "--bundle", b, cid, root=root)
+    _wait_line(p, "ready")
+    check(coil("kill", "--all", cid, "TERM", root=root))
+    out, err = _finish(p, timeout=15)
+    assert "got-term" in out and "wait2=143" in out, (out, err)
+    assert p.returncode == 0, (p.returncode, out, err)
+
+
+def test_kill_stopped_container_fails():
+    root = new_root()
+    b = new_bundle(["true"])
+    cid = new_id()
+    check(coil("create", "--bundle", b, cid, root=root))
+    check(coil("start", cid, root=root))
+    wait_status(cid, root, "stopped")
+    r = coil("kill", cid, "KILL", root=root)
+    assert r.returncode not in (0, None), describe(r)
+    check(coil("delete", cid, root=root))
+
+
+def test_detach_run():
+    root = new_root()
+    b = new_bundle(["sleep", "100"])
+    cid = new_id()
+    pidfile = os.path.join(tmpdir(), "pid")
+    check(coil("run", "--detach", "--pid-file", pidfile, "--bundle", b,
+                   cid, root=root, timeout=20))
+    st = state(cid, root)
+    assert st["status"] == "running", st
+    assert int(open(pidfile).read()) == st["pid"]
+    check(coil("delete", "--force", cid, root=root))
+
+
+def test_stdio_not_chowned():
+    d = tmpdir()
+    out = os.path.join(d, "out")
+    with open(out, "w"):
+        pass
+    os.chmod(out, 0o600)
+    root = new_root()
+    b = new_bundle(["sh", "-c", "echo hello-out; id -u"],
+                   process={"user": {"uid": 1000, "gid": 1000}})
+    cid = new_id()
+    null_before = os.stat("/dev/null")
+    with open(out, "a") as f:
+        r = coil("run", "--bundle", b, cid, root=root, stdout=f)
+    assert r.returncode == 0, describe(r)
+    st = os.stat(out)
+    assert (st.st_uid, st.st_gid) == (0, 0), "stdout file now owned by %d:%d" % (
+        st.st_uid, st.st_gid)
+    assert stat.S_IMODE(st.st_mode) == 0o600, oct(st.st_mode)
+    assert open(out).read() == "hello-out\n1000\n"
+    null_after = os.stat("/dev/null")
+    assert (null_after.st_uid, null_after.st_mode) == (
+        null_before.st_uid, null_before.st_mode)
+
+
+def test_concurrent_commands_keep_state_valid():
+    # state/kill/start/delete racing on one id: every command either works
+    # or fails cleanly; state is always valid JSON; nothing is left.
+    root = new_root()
+    b = new_bundle(["sleep", "100"])
+    for _ in range(3):
+        cid = new_id()
+        check(coil("create", "--bundle", b, cid, root=root))
+        results = []
+        lock = threading.Lock()
+        go = threading.Event()
+
+        def worker(args):
+            go.wait()
+            r = coil(*args, root=root, timeout=30)
+            with lock:
+                results.append((args, r))
+        jobs = ([["state", cid]] * 6 + [["start", cid]] * 2 +
+                [["kill", cid, "KILL"]] + [["delete", "--force", cid]] * 2 +
+                [["list", "--format", "json"]] * 2)
+        ts = [threading.Thread(target=worker, args=(j,)) for j in jobs]
+        for t in ts:
+            t.start()
+        go.set()
+        for t in ts:
+            t.join()
+        for args, r in results:
+            assert r.returncode is not None, describe(r)
+            assert "AddressSanitizer" not in r.stderr, describe(r)
+            assert r.returncode in (0, 1, 125) or r.returncode < 128, \
+                describe(r)
+            if args[0] == "state" and r.returncode == 0:
+                st = json.loads(r.stdout)
+                assert st["id"] == cid and st["status"] in (
+                    "created", "running", "stopped"), st
+            if args[0] == "list" and r.returncode == 0:
+                json.loads(r.stdout)
+            if args[0] == "delete":
+                assert r.returncode == 0, describe(r)
+        r = coil("state", cid, root=root)
+        assert r.returncode != 0, describe(r)
+    assert os.listdir(root) == []
