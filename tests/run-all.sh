@@ -1,0 +1,90 @@
+#!/bin/bash
+# `make check`'s body (the binaries are built by make first): every unit test
+# binary (TAP), then the integration suite, for the plain build and then the
+# ASan+UBSan build. COIL_TEST_VARIANTS=plain|asan|"plain asan" picks variants.
+# Ends with exactly one line "N passed, M failed"; exits 1 on any failure.
+set -u
+cd "$(dirname "$0")/.."
+REPO=$PWD
+PY=/usr/bin/python3 # Debian's python (has jsonschema), never a pyenv one
+VARIANTS=${COIL_TEST_VARIANTS:-plain asan}
+PASSED=0
+FAILED=0
+SUMMARY=()
+
+# Runs one TAP producer; adds its ok / not ok lines to the totals. A binary
+# that exits non-zero without reporting a failure counts as one failure.
+run_tap() { # label cmd...
+  local label=$1 out rc ok nok
+  shift
+  echo "=== $label"
+  out=$(mktemp)
+  "$@" 2>&1 | tee "$out"
+  rc=${PIPESTATUS[0]}
+  ok=$(grep -cE '^ok( |$)' "$out")
+  nok=$(grep -cE '^not ok( |$)' "$out")
+  rm -f "$out"
+  if [ "$rc" -ne 0 ] && [ "$nok" -eq 0 ]; then
+    echo "not ok - $label exited with status $rc without a failing test"
+    nok=1
+  fi
+  if [ "$ok" -eq 0 ] && [ "$nok" -eq 0 ]; then
+    echo "not ok - $label reported no tests"
+    nok=1
+  fi
+  PASSED=$((PASSED + ok))
+  FAILED=$((FAILED + nok))
+  SUMMARY+=("$label: $ok passed, $nok failed")
+}
+
+run_units() { # dir label
+  local dir=$1 label=$2 found=0 t
+  for t in "$dir"/tests/test_*; do
+    [ -x "$t" ] && [ -f "$t" ] || continue
+    found=1
+    run_tap "$label unit $(basename "$t")" "$t"
+  done
+  if [ "$found" -eq 0 ]; then
+    echo "note: no unit test binaries under $dir/tests"
+  fi
+}
+
+run_integration() { # coil-binary label
+  local bin=$1 label=$2
+  if [ ! -x "$bin" ]; then
+    echo "not ok - $label: $bin is missing (run make first)"
+    FAILED=$((FAILED + 1))
+    SUMMARY+=("$label integration: $bin missing")
+    return
+  fi
+  run_tap "$label integration ($bin)" env COIL_BIN="$REPO/$bin" \
+    "$PY" tests/integration/run.py --coil "$REPO/$bin"
+}
+
+for v in $VARIANTS; do
+  case $v in
+  plain)
+    run_units build plain
+    run_integration coil plain
+    ;;
+  asan)
+    # Leaks are reported at exit of each coil command; abort_on_error turns
+    # any finding into a failing command (and so a failing test).
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:exitcode=99:detect_stack_use_after_return=1:strict_string_checks=1}
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+    export LSAN_OPTIONS=${LSAN_OPTIONS:-}
+    run_units build-asan asan
+    run_integration coil-asan asan
+    unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
+    ;;
+  *)
+    echo "unknown variant '$v' in COIL_TEST_VARIANTS" >&2
+    FAILED=$((FAILED + 1))
+    ;;
+  esac
+done
+
+echo "=== summary"
+for s in "${SUMMARY[@]}"; do echo "# $s"; done
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
