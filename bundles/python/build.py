@@ -1,0 +1,243 @@
+#!/usr/bin/python3
+"""Build coil's default Python rootfs reproducibly, or check it.
+
+    build.py [OUT]            build OUT (default: rootfs next to this file)
+                              and write MANIFEST next to this file
+    build.py --check [OUT]    build into a temporary directory and compare its
+                              manifest with MANIFEST (and OUT's, if OUT exists)
+
+The rootfs holds only what coil's embedded libpython3.11 needs in Python
+sandbox mode: the stdlib modules that the helpers and the fixed pre-import
+list load (found by an import-closure probe of Debian's own python3.11), their
+lib-dynload extensions, libcrypto for _hashlib, a minimal openssl.cnf, and the
+empty mount points of config.json. Every module ships as its .py plus an
+unchecked-hash .pyc in __pycache__ (the interpreter never re-reads the source
+nor writes bytecode; the source keeps stdlib tracebacks readable, ~0.9 MB).
+No python binary, no /etc (no /etc/localtime: the guest runs in UTC; no
+ld.so.cache: ld.so finds libcrypto in its built-in /usr/lib/x86_64-linux-gnu).
+
+Run with Debian's /usr/bin/python3 (3.11, the version coil links). Root is
+needed to make every entry root:root.
+"""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = "/usr/bin/python3.11"
+STDLIB = "/usr/lib/python3.11"
+DYNLOAD = STDLIB + "/lib-dynload"
+LIBDIR = "/usr/lib/x86_64-linux-gnu"
+EPOCH = int(os.environ.get("SOURCE_DATE_EPOCH", "1672531200"))  # 2023-01-01
+
+# The helpers user code may import (gate-design.md 3.3) and the modules coil
+# pre-imports because the stdlib would import them lazily after lockdown (1.5).
+HELPERS = ["json", "re", "base64", "hashlib", "hmac", "math", "struct",
+           "binascii", "ipaddress", "datetime", "urllib.parse"]
+PREIMPORT = ["_strptime", "encodings.ascii", "encodings.latin_1",
+             "encodings.idna", "encodings.punycode", "encodings.utf_16",
+             "encodings.utf_32", "encodings.cp1252", "encodings.utf_8_sig",
+             "encodings.utf_16_be", "encodings.utf_16_le", "encodings.utf_32_be",
+             "encodings.utf_32_le"]
+# Calls that make the stdlib load what it loads lazily, so the probe sees it.
+EXERCISE = r"""
+hashlib.sha256(b"x").hexdigest(); hashlib.md5(b"x").digest()
+hashlib.sha1(b"x"); hashlib.sha512(b"x"); hashlib.blake2b(b"x")
+hmac.digest(b"k", b"m", "sha256"); hmac.new(b"k", b"m", "sha256").hexdigest()
+json.loads(json.dumps({"a": [1, 2.5, "\u00e9", None]}, indent=1, sort_keys=True))
+re.compile(r"(?i)a+[b-z]\w").findall("AAB"); re.sub(r"\d", "x", "a1")
+datetime.datetime.strptime("2024-01-02 03:04:05", "%Y-%m-%d %H:%M:%S").strftime("%c %A")
+datetime.datetime.fromisoformat("2024-01-02T03:04:05+00:00").astimezone(datetime.timezone.utc)
+"\u00e9.example".encode("idna"); "x".encode("cp1252"); "x".encode("utf-16")
+urllib.parse.urlsplit("http://a/b?c=d#e"); urllib.parse.parse_qs("a=1&b=%20")
+urllib.parse.quote("a b/\u00e9"); urllib.parse.urlencode({"a": 1}); urllib.parse.urljoin("http://a/b", "../c")
+list(ipaddress.ip_network("10.0.0.0/30").hosts()); ipaddress.ip_address("::1") in ipaddress.ip_network("::/0")
+base64.b64encode(b"x"); base64.b85encode(b"x"); base64.b32decode(base64.b32encode(b"x")); base64.urlsafe_b64decode(b"eA==")
+struct.unpack(">HI", struct.pack(">HI", 1, 2)); binascii.crc32(b"x"); math.isqrt(10)
+"""
+PROBE = (
+    "import sys, json\n"
+    f"import {', '.join(HELPERS + PREIMPORT)}\n"
+    + EXERCISE +
+    "out = []\n"
+    "for name, mod in sys.modules.items():\n"
+    "    spec = getattr(mod, '__spec__', None)\n"
+    "    origin = getattr(spec, 'origin', None)\n"
+    "    if origin and origin.startswith('/'):\n"
+    "        out.append(origin)\n"
+    "print(json.dumps(sorted(out)))\n")
+# Read by init itself before anything is imported (gate-design.md 1.3).
+ALWAYS = ["encodings/__init__.py", "encodings/aliases.py", "encodings/utf_8.py"]
+FORBIDDEN = ("_ctypes", "_testcapi", "_testinternalcapi", "_xxsubinterpreters",
+             "mmap")
+# Mount destinations of config.json (the rootfs is read-only: coil cannot
+# create them). /dev: coil creates its default device nodes there (a tmpfs).
+MOUNT_POINTS = ["tmp", "dev"]
+# libcrypto's [openssl_init] is empty on Debian too; a fixed file keeps the
+# digest independent of the `openssl` package and rules out .include.
+OPENSSL_CNF = ("# coil default bundle: OpenSSL built-in defaults only.\n"
+               "openssl_conf = openssl_init\n"
+               "[openssl_init]\n")
+# Compiled in a fresh interpreter with a fixed state so that marshal's
+# reference flags (they depend on refcounts) come out the same every time.
+COMPILER = (
+    "import json, py_compile, sys\n"
+    "for src, dst, shown in json.load(sys.stdin):\n"
+    "    py_compile.compile(src, cfile=dst, dfile=shown, doraise=True, optimize=0,\n"
+    "        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\n")
+
+
+def run(argv, stdin=None):
+    return subprocess.run(argv, input=stdin, check=True, capture_output=True,
+                          text=True, env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"}).stdout
+
+
+def module_closure():
+    """Stdlib .py files and lib-dynload .so files the probe loaded."""
+    py, so = set(ALWAYS), set()
+    for origin in json.loads(run([PY, "-I", "-S", "-c", PROBE])):
+        if origin.startswith(DYNLOAD + "/"):
+            so.add(os.path.basename(origin))
+        elif origin.startswith(STDLIB + "/") and origin.endswith(".py"):
+            py.add(os.path.relpath(origin, STDLIB))
+        else:
+            sys.exit(f"build.py: unexpected module origin {origin}")
+    bad = [s for s in so if s.split(".")[0] in FORBIDDEN]
+    if bad:
+        sys.exit(f"build.py: forbidden extension modules in the closure: {bad}")
+    return sorted(py), sorted(so)
+
+
+def shared_deps(paths):
+    """Libraries that ldd lists for paths, recursively, minus libc/ld.so
+    (already mapped in coil's process) and the vDSO."""
+    seen, todo = {}, list(paths)
+    while todo:
+        for line in run(["ldd", todo.pop()]).splitlines():
+            parts = line.split()
+            if "=>" not in parts or len(parts) < 3 or not parts[2].startswith("/"):
+                continue
+            name, path = parts[0], parts[2]
+            if name.startswith(("libc.so", "ld-linux", "linux-vdso")) or name in seen:
+                continue
+            seen[name] = os.path.realpath(path)
+            todo.append(path)
+    return sorted(seen.items())
+
+
+def build(out):
+    py, so = module_closure()
+    os.makedirs(out)
+    lib = os.path.join(out, STDLIB.lstrip("/"))
+    jobs = []
+    for rel in py:
+        dst = os.path.join(lib, rel)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copyfile(os.path.join(STDLIB, rel), dst)
+        d, f = os.path.split(dst)
+        pyc = os.path.join(d, "__pycache__", f[:-3] + ".cpython-311.pyc")
+        jobs.append([dst, pyc, os.path.join(STDLIB, rel)])
+    run([PY, "-I", "-S", "-c", COMPILER], stdin=json.dumps(jobs))
+    os.makedirs(os.path.join(out, DYNLOAD.lstrip("/")))
+    for name in so:
+        shutil.copyfile(os.path.join(DYNLOAD, name),
+                        os.path.join(out, DYNLOAD.lstrip("/"), name))
+    os.makedirs(os.path.join(out, LIBDIR.lstrip("/")))
+    for name, path in shared_deps(os.path.join(DYNLOAD, s) for s in so):
+        shutil.copyfile(path, os.path.join(out, LIBDIR.lstrip("/"), name))
+    os.makedirs(os.path.join(out, "usr/lib/ssl"))
+    with open(os.path.join(out, "usr/lib/ssl/openssl.cnf"), "w") as f:
+        f.write(OPENSSL_CNF)
+    for d in MOUNT_POINTS:
+        os.makedirs(os.path.join(out, d))
+    normalise(out)
+
+
+def normalise(out):
+    for dirpath, dirs, files in os.walk(out, topdown=False):
+        for name in files:
+            p = os.path.join(dirpath, name)
+            os.chown(p, 0, 0)
+            os.chmod(p, 0o644)
+            os.utime(p, (EPOCH, EPOCH))
+        os.chown(dirpath, 0, 0)
+        os.chmod(dirpath, 0o755)
+        os.utime(dirpath, (EPOCH, EPOCH))
+
+
+def versions():
+    pkgs = ["libpython3.11-minimal", "libpython3.11-stdlib", "libssl3"]
+    return run(["dpkg-query", "-W", "-f", "${Package} ${Version}\\n"] + pkgs).split("\n")[:-1]
+
+
+def manifest(root):
+    """`sha256  mode  path` per entry (directories: `-`), sorted, then the
+    digest of those lines. Fails on anything a build never makes."""
+    lines, size = [], 0
+    for dirpath, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in dirs + files:
+            p = os.path.join(dirpath, name)
+            st = os.lstat(p)
+            rel = os.path.relpath(p, root)
+            if st.st_uid or st.st_gid or int(st.st_mtime) != EPOCH:
+                sys.exit(f"build.py: {rel}: owner/mtime not normalised")
+            if os.path.isdir(p) and not os.path.islink(p):
+                lines.append(f"-  {st.st_mode & 0o7777:04o}  {rel}/")
+            elif os.path.isfile(p) and not os.path.islink(p):
+                with open(p, "rb") as f:
+                    data = f.read()
+                size += len(data)
+                lines.append(f"{hashlib.sha256(data).hexdigest()}  {st.st_mode & 0o7777:04o}  {rel}")
+            else:
+                sys.exit(f"build.py: {rel}: not a file or directory")
+    lines.sort(key=lambda l: l.split("  ", 2)[2])
+    total = hashlib.sha256("".join(l + "\n" for l in lines).encode()).hexdigest()
+    head = [f"# built from {v}" for v in versions()]
+    return head + lines + [f"{total}  total  {len(lines)} entries, {size} bytes"]
+
+
+def main(argv):
+    check = argv[:1] == ["--check"]
+    argv = argv[1:] if check else argv
+    out = os.path.abspath(argv[0] if argv else os.path.join(HERE, "rootfs"))
+    mpath = os.path.join(HERE, "MANIFEST")
+    if os.geteuid() != 0:
+        sys.exit("build.py: run as root (entries must be root:root)")
+    if not check:
+        tmp = out + ".new"
+        shutil.rmtree(tmp, ignore_errors=True)
+        build(tmp)
+        lines = manifest(tmp)
+        shutil.rmtree(out, ignore_errors=True)
+        os.rename(tmp, out)
+        with open(mpath, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        print(lines[-1])
+        return 0
+    with open(mpath) as f:
+        want = f.read().splitlines()
+    with tempfile.TemporaryDirectory(prefix="coil-rootfs-") as tmp:
+        build(os.path.join(tmp, "rootfs"))
+        got = manifest(os.path.join(tmp, "rootfs"))
+    trees = [("a fresh build", got)]
+    if os.path.isdir(out):
+        trees.append((out, manifest(out)))
+    bad = 0
+    for what, lines in trees:
+        if lines != want:
+            bad = 1
+            print(f"verify: {what} differs from MANIFEST:", file=sys.stderr)
+            for l in sorted(set(lines) ^ set(want)):
+                print(("  +" if l in lines else "  -") + " " + l, file=sys.stderr)
+        else:
+            print(f"verify: {what} matches MANIFEST ({want[-1].split()[0][:16]}...)")
+    return bad
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
