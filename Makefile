@@ -12,7 +12,7 @@ VERSION := 0.1.0
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
         -Wformat=2 -Wno-format-nonliteral -Wvla
 CFLAGS ?= -O2 -g
-ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -DCOIL_VERSION='"$(VERSION)"' \
+ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -DCOIL_VERSION='"$(VERSION)"' -DCOIL_DATADIR='"$(PREFIX)/share/coil"' \
               -Iruntime -Isandbox $(PKG_CFLAGS)
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
@@ -29,7 +29,7 @@ ASAN_LIB_OBJ := $(patsubst %.c,build-asan/%.o,$(LIB_SRC))
 UNIT_BIN := $(patsubst tests/unit/%.c,build/tests/%,$(UNIT_SRC))
 UNIT_ASAN_BIN := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_SRC))
 
-.PHONY: all deps check check-unit check-integration check-asan demo install clean bench format
+.PHONY: all deps bundle check check-unit check-integration check-asan demo install clean bench format
 
 all: coil
 
@@ -55,6 +55,17 @@ build-asan/tests/%: tests/unit/%.c $(ASAN_LIB_OBJ) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Itests/unit -o $@ $< $(ASAN_LIB_OBJ) $(PKG_LIBS)
 
+# ---- the gate's policy: sandbox/gate_policy.py embedded in gate.o as a
+# byte array (od and sed are coreutils/base, so no extra build dependency).
+build/gen/gate_policy.inc: sandbox/gate_policy.py
+	@mkdir -p $(dir $@)
+	od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g' > $@.tmp
+	mv $@.tmp $@
+
+build/sandbox/gate.o build-asan/sandbox/gate.o: build/gen/gate_policy.inc
+build/sandbox/gate.o build-asan/sandbox/gate.o: ALL_CFLAGS += -Ibuild/gen
+# ----
+
 -include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d)
 
 # Installs the Debian packages the build and tests need, only when missing.
@@ -64,25 +75,33 @@ deps:
 unit: $(UNIT_BIN)
 unit-asan: $(UNIT_ASAN_BIN)
 
+# The default Python bundle's rootfs (reproducible; see bundles/).
+bundle:
+	$(MAKE) -C bundles python
+
 # Every test, plain and sanitizer builds; ends with "N passed, M failed".
 check: deps
-	$(MAKE) coil coil-asan unit unit-asan
+	$(MAKE) coil coil-asan unit unit-asan bundle
 	tests/run-all.sh
 
 check-asan: deps
-	$(MAKE) coil-asan unit-asan
+	$(MAKE) coil-asan unit-asan bundle
 	COIL_TEST_VARIANTS=asan tests/run-all.sh
 
 demo: deps
-	$(MAKE) coil
+	$(MAKE) coil bundle
 	tests/demo.sh
 
 bench: coil
 	tests/bench/run.sh
 
-install: coil
+install: coil bundle
 	install -D -m 0755 coil $(DESTDIR)$(PREFIX)/bin/coil
 	install -D -m 0644 config.schema.json $(DESTDIR)$(PREFIX)/share/coil/config.schema.json
+	install -d $(DESTDIR)$(PREFIX)/share/coil/bundles/python
+	install -m 0644 bundles/python/config.json bundles/python/handler.py \
+	  $(DESTDIR)$(PREFIX)/share/coil/bundles/python/
+	cp -a bundles/python/rootfs $(DESTDIR)$(PREFIX)/share/coil/bundles/python/
 
 format:
 	clang-format -i $(LIB_SRC) $(CMD_SRC) $(wildcard runtime/*.h sandbox/*.h cmd/*.h) $(UNIT_SRC)

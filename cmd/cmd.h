@@ -9,7 +9,8 @@
 enum {
   EXIT_OK = 0,
   EXIT_ERR = 1,           /* a command other than run failed */
-  EXIT_COIL_FAILED = 125, /* run: coil itself failed */
+  EXIT_TIMEOUT = 124,     /* run/py: the wall clock ran out */
+  EXIT_COIL_FAILED = 125, /* run/py: coil itself failed */
 };
 
 struct global_opts {
@@ -38,6 +39,13 @@ int cmd_delete(const struct global_opts *g, int argc, char **argv);
 int cmd_list(const struct global_opts *g, int argc, char **argv);
 int cmd_spec(const struct global_opts *g, int argc, char **argv);
 int cmd_features(const struct global_opts *g, int argc, char **argv);
+int cmd_py(const struct global_opts *g, int argc, char **argv);
+int cmd_check(const struct global_opts *g, int argc, char **argv);
+
+struct coil_create_opts;
+/* create + start + wait + delete, shared by run and py. */
+int cmd_run_container(const struct global_opts *g, struct coil_create_opts *o,
+                      bool detach);
 
 /* Prints the command's help to stdout. */
 void cmd_print_help(const struct command *c);

@@ -8,13 +8,16 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
 #include "cmd.h"
 #include "container.h"
 #include "log.h"
+#include "protocol.h"
 #include "signals.h"
 
 struct create_args {
@@ -111,83 +114,182 @@ int cmd_start(const struct global_opts *g, int argc, char **argv) {
 /* Signals `run` forwards to the container's init. */
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
 
-/* Waits for init, forwarding signals; returns its wait status. */
-static int wait_forwarding(pid_t pid, const sigset_t *set) {
+struct waited {
+  int status;
+  struct rusage ru;
+  bool watchdog;      /* the parent's wall-clock kill fired */
+  size_t relayed;     /* bytes relayed from the container's fd 1 */
+};
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static void relay_once(int *fd, size_t *relayed) {
+  char buf[65536];
+  ssize_t r = read(*fd, buf, sizeof buf);
+  if (r <= 0) {
+    close(*fd);
+    *fd = -1;
+    return;
+  }
+  for (ssize_t off = 0; off < r;) {
+    ssize_t w = write(STDOUT_FILENO, buf + off, (size_t)(r - off));
+    if (w <= 0)
+      break;
+    off += w;
+  }
+  *relayed += (size_t)r;
+}
+
+/* Waits for init, forwarding signals, relaying its fd 1 when piped, and
+ * killing it when the watchdog (timeout_ms > 0) runs out. */
+static void wait_container(pid_t pid, const sigset_t *set, int relay_fd,
+                           long long timeout_ms, struct waited *w) {
   cleanup_close int sfd = signalfd(-1, set, SFD_CLOEXEC);
   cleanup_close int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-  int status = 0;
-  for (;;) {
-    struct pollfd pf[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
-    if (poll(pf, 2, -1) < 0 && errno != EINTR)
+  long long deadline = timeout_ms > 0 ? now_ms() + timeout_ms : -1;
+  bool exited = false;
+  while (!exited || relay_fd >= 0) {
+    struct pollfd pf[3] = {{.fd = exited ? -1 : pidfd, .events = POLLIN},
+                           {.fd = sfd, .events = POLLIN},
+                           {.fd = relay_fd, .events = POLLIN}};
+    int wait_ms = -1;
+    if (deadline >= 0 && !exited) {
+      long long left = deadline - now_ms();
+      if (left <= 0) {
+        kill(pid, SIGKILL);
+        w->watchdog = true;
+        deadline = -1;
+        continue;
+      }
+      wait_ms = (int)left;
+    }
+    if (poll(pf, 3, wait_ms) < 0 && errno != EINTR)
       break;
     if (pf[1].revents & POLLIN) {
       struct signalfd_siginfo si;
-      if (read(sfd, &si, sizeof si) == sizeof si)
+      if (read(sfd, &si, sizeof si) == sizeof si && !exited)
         kill(pid, (int)si.ssi_signo);
     }
-    if (pf[0].revents & POLLIN) {
-      if (waitpid(pid, &status, 0) == pid)
-        return status;
-    }
+    if (pf[2].revents & (POLLIN | POLLHUP))
+      relay_once(&relay_fd, &w->relayed);
+    if (!exited && (pf[0].revents & POLLIN) && wait4(pid, &w->status, 0, &w->ru) == pid)
+      exited = true;
   }
-  waitpid(pid, &status, 0);
-  return status;
+  if (!exited)
+    wait4(pid, &w->status, 0, &w->ru);
+}
+
+/* The sandbox died without answering: say why, as an envelope in handler
+ * mode, and pick the exit code (DESIGN.md). */
+static int report_silent_death(const char *id, const struct coil_python_info *info,
+                               const struct coil_limit_report *lim,
+                               const struct waited *w) {
+  const char *type = "Exception";
+  char msg[256];
+  int code = EXIT_COIL_FAILED;
+  double cpu = (double)w->ru.ru_utime.tv_sec + (double)w->ru.ru_stime.tv_sec +
+               (double)(w->ru.ru_utime.tv_usec + w->ru.ru_stime.tv_usec) / 1e6;
+  if (WIFSIGNALED(w->status)) {
+    int sig = WTERMSIG(w->status);
+    code = 128 + sig;
+    if (w->watchdog) {
+      type = "Timeout";
+      code = EXIT_TIMEOUT;
+      snprintf(msg, sizeof msg, "wall-clock limit of %d s reached", info->timeout);
+    } else if (sig == SIGKILL && lim->oom_killed) {
+      type = "MemoryLimit";
+      snprintf(msg, sizeof msg, "memory limit reached (killed by the OOM killer)");
+    } else if (sig == SIGKILL && info->cpu_limit && cpu >= info->cpu_limit) {
+      type = "CpuLimit";
+      snprintf(msg, sizeof msg, "CPU time limit of %d s reached", info->cpu_limit);
+    } else if (sig == SIGSYS) {
+      snprintf(msg, sizeof msg, "killed by seccomp: a system call outside the "
+                                "sandbox's allowlist");
+    } else {
+      snprintf(msg, sizeof msg, "sandbox killed by signal %d", sig);
+    }
+  } else {
+    snprintf(msg, sizeof msg, "sandbox exited with status %d before answering",
+             WEXITSTATUS(w->status));
+  }
+  if (info->handler)
+    protocol_write_error_raw(STDOUT_FILENO, type, msg);
+  log_error("container \"%s\": %s: %s", id, type, msg);
+  return code;
 }
 
 /* The container's status as run's exit code; limits it ran into are
  * reported, so an OOM kill or a refused fork is not a mystery. */
-static int exit_code_of(const char *root, const char *id, int status) {
+static int exit_code_of(const char *root, const char *id,
+                        const struct coil_python_info *info, const struct waited *w) {
   struct coil_limit_report lim;
   container_limits(root, id, &lim);
   if (lim.pids_limit_hits)
     log_error("container \"%s\" reached its pids limit (%llu forks refused)", id,
               lim.pids_limit_hits);
-  if (WIFEXITED(status))
-    return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) {
-    int sig = WTERMSIG(status);
-    if (sig == SIGKILL && lim.oom_killed)
-      log_error("container \"%s\" was killed by the OOM killer (memory limit "
-                "reached)",
-                id);
-    return 128 + sig;
+  if (info->python && (!info->handler || w->relayed == 0) &&
+      (w->watchdog || !WIFEXITED(w->status) || WEXITSTATUS(w->status) == 127))
+    return report_silent_death(id, info, &lim, w);
+  if (WIFEXITED(w->status))
+    return WEXITSTATUS(w->status);
+  int sig = WTERMSIG(w->status);
+  if (sig == SIGKILL && lim.oom_killed)
+    log_error("container \"%s\" was killed by the OOM killer (memory limit "
+              "reached)",
+              id);
+  return 128 + sig;
+}
+
+int cmd_run_container(const struct global_opts *g, struct coil_create_opts *o,
+                      bool detach) {
+  /* Block the forwarded signals before init exists, so none is lost;
+   * init unblocks them just before execve. */
+  sigset_t set;
+  sigemptyset(&set);
+  for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+    sigaddset(&set, forwarded[i]);
+  struct coil_python_info info = {.relay_fd = -1};
+  if (!detach) {
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    o->info = &info;
   }
-  return EXIT_COIL_FAILED;
+  struct coil_error err = {0};
+  pid_t pid;
+  if (container_create(o, &pid, &err) < 0)
+    return fail(&err, EXIT_COIL_FAILED);
+  if (container_start(g->root, o->id, &err) < 0) {
+    log_error("%s", err.msg);
+    struct coil_error derr;
+    if (container_delete(g->root, o->id, true, &derr) < 0)
+      log_error("%s", derr.msg);
+    waitpid(pid, NULL, 0);
+    if (info.relay_fd >= 0)
+      close(info.relay_fd);
+    return EXIT_COIL_FAILED;
+  }
+  if (detach)
+    return EXIT_OK;
+  /* The watchdog backs up the in-guest timer: a second after it. */
+  struct waited w = {0};
+  wait_container(pid, &set, info.relay_fd, info.timeout ? (info.timeout + 1) * 1000LL : 0,
+                 &w);
+  int code = exit_code_of(g->root, o->id, &info, &w);
+  if (container_delete(g->root, o->id, true, &err) < 0) {
+    log_error("%s", err.msg);
+    return EXIT_COIL_FAILED;
+  }
+  return code;
 }
 
 int cmd_run(const struct global_opts *g, int argc, char **argv) {
   struct create_args a = {.o.root = g->root};
   if (parse_create_args("run", argc, argv, &a, true) != 0)
     return EXIT_COIL_FAILED;
-  /* Block the forwarded signals before init exists, so none is lost;
-   * init unblocks them just before execve. */
-  sigset_t set, old;
-  sigemptyset(&set);
-  for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-    sigaddset(&set, forwarded[i]);
-  if (!a.detach)
-    sigprocmask(SIG_BLOCK, &set, &old);
-  struct coil_error err = {0};
-  pid_t pid;
-  if (container_create(&a.o, &pid, &err) < 0)
-    return fail(&err, EXIT_COIL_FAILED);
-  if (container_start(g->root, a.o.id, &err) < 0) {
-    log_error("%s", err.msg);
-    struct coil_error derr;
-    if (container_delete(g->root, a.o.id, true, &derr) < 0)
-      log_error("%s", derr.msg);
-    waitpid(pid, NULL, 0);
-    return EXIT_COIL_FAILED;
-  }
-  if (a.detach)
-    return EXIT_OK;
-  int status = wait_forwarding(pid, &set);
-  int code = exit_code_of(g->root, a.o.id, status);
-  if (container_delete(g->root, a.o.id, true, &err) < 0) {
-    log_error("%s", err.msg);
-    return EXIT_COIL_FAILED;
-  }
-  return code;
+  return cmd_run_container(g, &a.o, a.detach);
 }
 
 int cmd_kill(const struct global_opts *g, int argc, char **argv) {

@@ -37,6 +37,20 @@ static const struct command commands[] = {
     {"spec", cmd_spec, "spec [--bundle DIR]", "write a default config.json",
      "  -b, --bundle DIR          where to write config.json (default: .)\n"},
     {"features", cmd_features, "features", "print the features coil supports (JSON)", ""},
+    {"py", cmd_py,
+     "py [--bundle DIR] [--entry NAME] [--request JSON|@FILE] [--timeout S] "
+     "[--memory SIZE] FILE|-c CODE",
+     "run Python code in the sandbox bundle (default: the bundled one)",
+     "  -b, --bundle DIR          Python bundle (default: bundles/python)\n"
+     "      --entry NAME          handler mode: call NAME(request)\n"
+     "      --request JSON|@FILE  the request (default: read from stdin in handler mode)\n"
+     "      --timeout S           wall-clock limit in seconds (default: the bundle's, 5)\n"
+     "      --memory SIZE         memory limit, e.g. 128m (default: the bundle's)\n"
+     "  -c CODE                   run CODE instead of FILE ('-' reads stdin)\n"
+     "Without --entry or --request the code runs as a script.\n"},
+    {"check", cmd_check, "check FILE",
+     "run only the gate on FILE ('-': stdin) and print every violation",
+     "Prints FILE:LINE:COL: message per violation; exit 0 clean, 126 rejected.\n"},
 };
 
 const struct command *cmd_find(const char *name) {

@@ -29,6 +29,8 @@
 #include "mountopts.h"
 #include "namespaces.h"
 #include "oci_state.h"
+#include "layers.h"
+#include "python_setup.h"
 #include "rlimits.h"
 #include "seccomp_profile.h"
 #include "state.h"
@@ -77,13 +79,13 @@ static void warn_lsm(const struct coil_config *cfg) {
 /* Everything in the config that can be checked without side effects is
  * checked here, before any state, cgroup or process exists. */
 static int validate_config(const struct coil_config *cfg,
-                           const struct coil_create_opts *o,
+                           const struct coil_create_opts *o, bool pivot,
                            struct coil_error *err) {
   if (!cfg->has_process)
     return coil_error_set(err, EINVAL, "process: required to create a container");
   if (cfg->process.args.n == 0)
     return coil_error_set(err, EINVAL, "process.args: must not be empty");
-  if (!namespaces_wants_new(&cfg->lnx, CLONE_NEWNS))
+  if (pivot && !namespaces_wants_new(&cfg->lnx, CLONE_NEWNS))
     return coil_error_set(err, EINVAL,
                           "linux.namespaces: coil needs a new mount namespace");
   if (cfg->process.terminal && !o->console_socket)
@@ -194,6 +196,8 @@ struct create_ctx {
   int dirfd;
   struct coil_cgroup *cg;
   pid_t pid;
+  struct python_setup *py; /* Python mode, or NULL */
+  int relay[2];            /* run's envelope pipe, or -1s */
 };
 
 /* Joining a user namespace by path must come before the other namespaces
@@ -278,8 +282,15 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
                           .console_fd = console,
                           .caps = caps,
                           .rlimits = rl,
-                          .seccomp = sp};
+                          .seccomp = sp,
+                          .out_fd = x->relay[1],
+                          .skip_rootfs = x->py && !x->py->pivot,
+                          .python = x->py ? &x->py->ctx : NULL};
+    if (x->py)
+      x->py->ctx.rlimits = rl;
     close(parent_end);
+    if (x->relay[0] >= 0)
+      close(x->relay[0]);
     init_main(&ic);
   }
   int clone_errno = errno;
@@ -319,6 +330,20 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
   return 0;
 }
 
+static void fill_python_info(struct coil_python_info *info,
+                             const struct python_setup *py,
+                             const struct coil_rlimits *rl, int relay_fd) {
+  *info = (struct coil_python_info){.relay_fd = relay_fd};
+  if (!py)
+    return;
+  info->python = true;
+  info->handler = py->ctx.entry != NULL;
+  info->timeout = py->ctx.timeout;
+  for (size_t i = 0; i < rl->n && layer_on(py->ctx.disabled, LAYER_RLIMITS); i++)
+    if (rl->resource[i] == RLIMIT_CPU)
+      info->cpu_limit = (int)rl->lim[i].rlim_cur;
+}
+
 static void create_rollback(struct create_ctx *x) {
   struct coil_error ignored;
   if (x->pid > 0) {
@@ -331,11 +356,16 @@ static void create_rollback(struct create_ctx *x) {
     log_warn("rollback: %s", ignored.msg);
 }
 
+static int container_create_parsed(const struct coil_create_opts *o,
+                                   struct coil_config *cfg, const char *raw,
+                                   size_t raw_len, char *bundle, char *rootfs,
+                                   struct python_setup *py, pid_t *pid_out,
+                                   struct coil_error *err);
+
 int container_create(const struct coil_create_opts *o, pid_t *pid_out,
                      struct coil_error *err) {
   if (id_validate(o->id, err) < 0)
     return -1;
-  struct create_ctx x = {.o = o, .dirfd = -1};
   cleanup_free char *bundle = realpath(o->bundle ? o->bundle : ".", NULL);
   if (!bundle)
     return coil_error_sys(err, errno, "--bundle %s", o->bundle ? o->bundle : ".");
@@ -349,20 +379,45 @@ int container_create(const struct coil_create_opts *o, pid_t *pid_out,
   cleanup_config struct coil_config *cfg = NULL;
   if (config_parse(raw, raw_len, &cfg, err) < 0)
     return -1;
-  if (validate_config(cfg, o, err) < 0)
-    return -1;
   cleanup_free char *rootfs = NULL;
   if (resolve_rootfs(cfg, bundle, &rootfs, err) < 0)
     return -1;
+  struct python_setup py;
+  bool python = cfg->sandbox.has_python;
+  if (!python && o->py)
+    return coil_error_set(err, EINVAL, "sandbox.python: the bundle is not a Python "
+                          "sandbox bundle");
+  if (python && python_setup(cfg, bundle, rootfs, o->py, &py, err) < 0)
+    return -1;
+  int r = container_create_parsed(o, cfg, raw, raw_len, bundle, rootfs,
+                                  python ? &py : NULL, pid_out, err);
+  if (python)
+    python_setup_free(&py);
+  return r;
+}
+
+static int container_create_parsed(const struct coil_create_opts *o,
+                                   struct coil_config *cfg, const char *raw,
+                                   size_t raw_len, char *bundle, char *rootfs,
+                                   struct python_setup *py, pid_t *pid_out,
+                                   struct coil_error *err) {
+  bool pivot = !py || py->pivot;
+  if (validate_config(cfg, o, pivot, err) < 0)
+    return -1;
+  if (py && cfg->lnx.has_seccomp)
+    log_warn("linux.seccomp: not loaded in Python mode; coil's two-stage "
+             "filter applies");
   struct coil_caps caps;
   struct coil_rlimits rl;
   __attribute__((cleanup(seccomp_freep))) struct coil_seccomp_profile *sp = NULL;
   if (caps_parse(&cfg->process, &caps, err) < 0 ||
       rlimits_parse(&cfg->process, &rl, err) < 0 || rlimits_check(&rl, err) < 0)
     return -1;
-  if (cfg->lnx.has_seccomp && seccomp_profile_build(&cfg->lnx.seccomp, &sp, err) < 0)
+  if (!py && cfg->lnx.has_seccomp &&
+      seccomp_profile_build(&cfg->lnx.seccomp, &sp, err) < 0)
     return -1;
 
+  struct create_ctx x = {.o = o, .dirfd = -1, .py = py, .relay = {-1, -1}};
   x.cfg = cfg;
   x.bundle = bundle;
   x.rootfs = rootfs;
@@ -378,8 +433,12 @@ int container_create(const struct coil_create_opts *o, pid_t *pid_out,
   if (r == 0)
     r = cgroup_create(NULL, cfg->lnx.cgroups_path, cgroup_name,
                       cfg->lnx.has_resources ? &cfg->lnx.resources : NULL, &x.cg, err);
+  if (r == 0 && py && o->info && pipe2(x.relay, O_CLOEXEC) < 0)
+    r = coil_error_sys(err, errno, "pipe");
   if (r == 0)
     r = spawn_init(&x, &caps, &rl, sp, err);
+  if (x.relay[1] >= 0)
+    close(x.relay[1]);
   cleanup_free char *cg_text = NULL;
   if (r == 0) {
     cg_text = cgroup_serialize(x.cg);
@@ -398,8 +457,12 @@ int container_create(const struct coil_create_opts *o, pid_t *pid_out,
     r = write_pid_file(o->pid_file, x.pid, err);
   if (r < 0) {
     create_rollback(&x);
+    if (x.relay[0] >= 0)
+      close(x.relay[0]);
   } else {
     *pid_out = x.pid;
+    if (o->info)
+      fill_python_info(o->info, py, &rl, x.relay[0]);
   }
   if (x.cg)
     cgroup_free(x.cg);

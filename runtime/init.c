@@ -20,6 +20,7 @@
 #include "hooks.h"
 #include "namespaces.h"
 #include "oci_state.h"
+#include "python_mode.h"
 #include "rootfs.h"
 #include "sync.h"
 #include "sysctl.h"
@@ -182,6 +183,8 @@ void init_main(const struct init_ctx *c) {
   /* 1. Nothing of the host leaks in but the fds the protocol needs. If the
    *    parent dies during setup its end of the sync socket closes and init
    *    exits at the next step. */
+  if (c->out_fd >= 0 && (dup2(c->out_fd, STDOUT_FILENO) < 0 || close(c->out_fd) < 0))
+    _exit(INIT_FAILED);
   int keep[] = {c->sync_fd, c->start_fd, c->console_fd};
   close_fds_except(keep, sizeof keep / sizeof keep[0]);
 
@@ -209,7 +212,7 @@ void init_main(const struct init_ctx *c) {
    *    visible so bind sources and createContainer hooks resolve. */
   struct coil_rootfs_opts ro = {.rootfs = c->rootfs,
                                 .userns = namespaces_has(&cfg->lnx, CLONE_NEWUSER)};
-  if (rootfs_prepare(cfg, &ro, &err) < 0)
+  if (!c->skip_rootfs && rootfs_prepare(cfg, &ro, &err) < 0)
     fail_sync(sync_fd, &err);
 
   /* 6. prestart/createRuntime run in the runtime namespace (the parent),
@@ -225,7 +228,8 @@ void init_main(const struct init_ctx *c) {
 
   /* 7. pivot_root (never chroot), then masked/read-only paths and the
    *    read-only root. */
-  if (rootfs_pivot(&ro, &err) < 0 || rootfs_finalize(cfg, &err) < 0)
+  if (!c->skip_rootfs &&
+      (rootfs_pivot(&ro, &err) < 0 || rootfs_finalize(cfg, &err) < 0))
     fail_sync(sync_fd, &err);
 
   /* 8. Our own session, so the caller's terminal is never our controlling
@@ -251,6 +255,13 @@ void init_main(const struct init_ctx *c) {
     cleanup_free char *st = state_for_hooks(c, host_pid, "created");
     if (hooks_run(cfg, COIL_HOOK_START_CONTAINER, st ? st : "{}", &err) < 0)
       fail_start(conn, &err);
+  }
+
+  /* In Python mode init becomes the gated interpreter (python_mode.c owns
+   * the rest of the sequence); `start` has nothing more to wait for. */
+  if (c->python) {
+    close(conn);
+    python_mode_main(c->python);
   }
 
   /* 11. Drop privileges (ids, capabilities, no_new_privs, seccomp last). */

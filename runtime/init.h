@@ -10,6 +10,8 @@
 #include "rlimits.h"
 #include "seccomp_profile.h"
 
+struct python_ctx;
+
 struct init_ctx {
   const struct coil_config *cfg;
   const char *id;
@@ -21,6 +23,9 @@ struct init_ctx {
   const struct coil_caps *caps;
   const struct coil_rlimits *rlimits;
   const struct coil_seccomp_profile *seccomp; /* NULL without linux.seccomp */
+  int out_fd;                        /* becomes fd 1 (run's relay pipe), or -1 */
+  bool skip_rootfs;                  /* Python mode with the mountns layer off */
+  const struct python_ctx *python;   /* Python sandbox mode, or NULL */
 };
 
 /* Runs in the cloned child; ends in execve or _exit, never returns. */

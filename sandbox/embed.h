@@ -1,0 +1,13 @@
+/* Starting the embedded interpreter with the exact isolated configuration of
+ * gate-design.md section 1.2. */
+#ifndef COIL_EMBED_H
+#define COIL_EMBED_H
+
+#include "error.h"
+
+/* prefix: the directory holding lib/python3.11 ("/usr" inside the rootfs).
+ * Call clearenv() before; installs nothing itself (the audit hook must be
+ * added before this, so it sees initialisation). */
+int embed_init(const char *prefix, struct coil_error *err);
+
+#endif

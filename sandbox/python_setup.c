@@ -1,0 +1,121 @@
+#include "python_setup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "layers.h"
+
+static int read_code(const char *bundle, const char *path, char **out, size_t *len,
+                     struct coil_error *err) {
+  cleanup_free char *full = NULL;
+  if (asprintf(&full, "%s%s%s", path[0] == '/' ? "" : bundle,
+               path[0] == '/' ? "" : "/", path) < 0)
+    return coil_error_sys(err, ENOMEM, "sandbox.python.code");
+  cleanup_close int fd = open(full, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return coil_error_sys(err, errno, "sandbox.python.code: open %s", full);
+  struct stat sb;
+  if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
+    return coil_error_set(err, EINVAL, "sandbox.python.code: %s is not a file", full);
+  if (sb.st_size > PY_CODE_READ_MAX)
+    return coil_error_set(err, EFBIG, "sandbox.python.code: %s is over %d bytes",
+                          full, PY_CODE_READ_MAX);
+  cleanup_free char *buf = malloc((size_t)sb.st_size + 1);
+  if (!buf)
+    return coil_error_sys(err, ENOMEM, "sandbox.python.code");
+  ssize_t r = read(fd, buf, (size_t)sb.st_size);
+  if (r < 0)
+    return coil_error_sys(err, errno, "sandbox.python.code: read %s", full);
+  buf[r] = '\0';
+  *len = (size_t)r;
+  *out = steal_ptr(buf);
+  return 0;
+}
+
+static char *dup_bytes(const char *s, size_t n) {
+  char *d = malloc(n + 1);
+  if (d) {
+    memcpy(d, s, n);
+    d[n] = '\0';
+  }
+  return d;
+}
+
+int python_setup(struct coil_config *cfg, const char *bundle, const char *rootfs,
+                 const struct coil_py_override *ov, struct python_setup *out,
+                 struct coil_error *err) {
+  memset(out, 0, sizeof *out);
+  const struct coil_sandbox *sb = &cfg->sandbox;
+  size_t code_len = 0;
+  if (ov && ov->code) {
+    out->code = dup_bytes(ov->code, ov->code_len);
+    code_len = ov->code_len;
+    out->code_name = strdup(ov->code_name ? ov->code_name : "<string>");
+  } else {
+    if (read_code(bundle, sb->python_code, &out->code, &code_len, err) < 0)
+      return -1;
+    cleanup_free char *copy = strdup(sb->python_code);
+    out->code_name = copy ? strdup(basename(copy)) : NULL;
+  }
+  const char *entry = sb->python_entry;
+  if (ov && ov->entry)
+    entry = ov->entry;
+  if (ov && ov->script)
+    entry = NULL;
+  out->entry = entry ? strdup(entry) : NULL;
+  if (ov && ov->memory > 0) {
+    cfg->lnx.has_resources = true;
+    cfg->lnx.resources.has_memory_limit = true;
+    cfg->lnx.resources.memory_limit = ov->memory;
+    /* No swap beyond the limit: the cap is the cap. */
+    cfg->lnx.resources.has_memory_swap = true;
+    cfg->lnx.resources.memory_swap = ov->memory;
+  }
+  unsigned disabled = layers_disabled(sb);
+  layers_strip_config(cfg, disabled);
+  /* Without a mount namespace there is no pivot_root: the interpreter reads
+   * the rootfs's stdlib by its host path and Landlock confines reads there. */
+  bool mountns = layer_on(disabled, LAYER_MOUNTNS);
+  if (asprintf(&out->prefix, "%s/usr", mountns ? "" : rootfs) < 0)
+    out->prefix = NULL;
+  out->readable_root = strdup(mountns ? "/" : rootfs);
+  out->pivot = mountns;
+  if (!out->code || !out->code_name || (entry && !out->entry) || !out->prefix ||
+      !out->readable_root) {
+    python_setup_free(out);
+    return coil_error_sys(err, ENOMEM, "sandbox.python");
+  }
+  out->ctx = (struct python_ctx){
+      .cfg = cfg,
+      .code = out->code,
+      .code_len = code_len,
+      .code_name = out->code_name,
+      .entry = out->entry,
+      .disabled = disabled,
+      .prefix = out->prefix,
+      .readable_root = out->readable_root,
+      .timeout = ov && ov->timeout > 0 ? ov->timeout
+                 : sb->has_timeout    ? sb->timeout
+                                      : PY_DEFAULT_TIMEOUT,
+      .max_request = sb->has_max_request ? (size_t)sb->max_request
+                                         : PY_DEFAULT_MAX_REQUEST,
+      .max_output = sb->has_max_output ? (size_t)sb->max_output : PY_DEFAULT_MAX_OUTPUT,
+  };
+  return 0;
+}
+
+void python_setup_free(struct python_setup *s) {
+  free(s->code);
+  free(s->code_name);
+  free(s->entry);
+  free(s->prefix);
+  free(s->readable_root);
+  memset(s, 0, sizeof *s);
+}
