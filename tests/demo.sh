@@ -1,62 +1,43 @@
 #!/bin/bash
-# `make demo` (for now): a busybox-static bundle under tests/.build/demo,
-# config.json from `./coil spec`, then `./coil run`. Run as root.
+# `make demo`: the DNS-rebinding example in coil's Python sandbox. A DNS
+# callback service asks the user's handler how to answer; the handler's
+# state (how often the name was seen) travels in the request, because every
+# execution is a fresh, fully isolated process. Run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPO=$PWD
-COIL=${COIL_BIN:-$REPO/coil}
-PY=/usr/bin/python3
-DEMO=$REPO/tests/.build/demo
+COIL=${COIL_BIN:-$PWD/coil}
+HANDLER=bundles/examples/dns_rebind/handler.py
 ROOT=$(mktemp -d /tmp/coil-demo-root-XXXXXX)
-ID=demo-$$
-
-cleanup() {
-  "$COIL" --root "$ROOT" delete --force "$ID" >/dev/null 2>&1 || true
-  rm -rf "$ROOT" "$DEMO"
-}
-trap cleanup EXIT
+trap 'rm -rf "$ROOT"' EXIT
 
 if [ "$(id -u)" != 0 ]; then
   echo "demo: coil needs root (namespaces, cgroups, mounts); run: sudo make demo" >&2
   exit 1
 fi
 
-echo "== building the busybox-static bundle in $DEMO"
-rm -rf "$DEMO"
-mkdir -p "$DEMO"
-"$PY" - "$DEMO" <<'PYEOF'
-import sys
-sys.path.insert(0, "tests/integration")
-import harness
-print("   rootfs template:", harness.rootfs())
-PYEOF
-cp -a tests/.build/rootfs "$DEMO/rootfs"
-rm -f "$DEMO/rootfs/.coil-rootfs-ok"
+echo "== the gate's verdict on $HANDLER"
+"$COIL" check "$HANDLER" && echo "   clean"
 
-echo "== $COIL spec --bundle $DEMO"
-"$COIL" spec --bundle "$DEMO"
+ask() {
+  local seen=$1
+  local req="{\"qname\": \"x.oast.example\", \"qtype\": \"A\", \"src\": \"203.0.113.9\", \"seen\": $seen}"
+  echo "== query with seen=$seen: $req" >&2
+  "$COIL" --root "$ROOT" py --request "$req" --entry handle "$HANDLER"
+}
 
-"$PY" - "$DEMO" <<'PYEOF'
-import json, os, sys
-sys.path.insert(0, "tests/integration")
-import harness
-bundle = sys.argv[1]
-cfg = harness.read_config(bundle)
-cfg["process"]["terminal"] = False
-cfg["process"]["args"] = ["sh", "-c",
-    "echo hello from coil; hostname; id; cat /proc/self/uid_map"]
-harness.write_config(bundle, cfg)
-# With a user namespace, the rootfs belongs to the mapped container root.
-m = harness._mapped_root(cfg)
-if m:
-    harness.chown_tree(os.path.join(bundle, "rootfs"), *m)
-print("   process.args =", cfg["process"]["args"])
-PYEOF
+first=$(ask 0)
+echo "   $first"
+seen=$(/usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["seen"])' <<<"$first")
+second=$(ask "$seen")
+echo "   $second"
 
-echo "== $COIL --root $ROOT run --bundle $DEMO $ID"
+a1=$(/usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["answer"])' <<<"$first")
+a2=$(/usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["answer"])' <<<"$second")
+echo "== first answer: $a1, then: $a2"
+[ "$a1" != "$a2" ] || { echo "demo: expected two different answers" >&2; exit 1; }
+
+echo "== and a hostile handler, for contrast:"
 set +e
-"$COIL" --root "$ROOT" run --bundle "$DEMO" "$ID"
-rc=$?
-set -e
-echo "== exit status: $rc"
-exit $rc
+"$COIL" --root "$ROOT" py --request '{}' --entry handle -c 'def handle(request):
+    return ().__class__.__base__.__subclasses__()'
+echo "   exit status: $? (126: rejected by the gate)"
