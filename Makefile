@@ -55,11 +55,14 @@ build-asan/tests/%: tests/unit/%.c $(ASAN_LIB_OBJ) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Itests/unit -o $@ $< $(ASAN_LIB_OBJ) $(PKG_LIBS)
 
-# ---- the gate's policy: sandbox/gate_policy.py embedded in gate.o as a
-# byte array (od and sed are coreutils/base, so no extra build dependency).
-build/gen/gate_policy.inc: sandbox/gate_policy.py
+# ---- the gate's policy: sandbox/gate_policy.py compiled by Debian's
+# python3.11 (the interpreter coil embeds, so the marshal format matches)
+# and embedded in gate.o as marshalled bytecode: no compile at run time.
+build/gen/gate_policy.inc: sandbox/gate_policy.py Makefile
 	@mkdir -p $(dir $@)
-	od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g' > $@.tmp
+	/usr/bin/python3.11 -I -S -c 'import marshal,sys; src=open(sys.argv[1]).read(); \
+	  sys.stdout.write(",".join(str(b) for b in marshal.dumps(compile(src, "<coil gate policy>", "exec"))))' \
+	  $< > $@.tmp
 	mv $@.tmp $@
 
 build/sandbox/gate.o build-asan/sandbox/gate.o: build/gen/gate_policy.inc

@@ -119,6 +119,7 @@ struct waited {
   struct rusage ru;
   bool watchdog;      /* the parent's wall-clock kill fired */
   size_t relayed;     /* bytes relayed from the container's fd 1 */
+  char head[512];     /* the first relayed bytes: the envelope's error type */
 };
 
 static long long now_ms(void) {
@@ -127,7 +128,7 @@ static long long now_ms(void) {
   return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
-static void relay_once(int *fd, size_t *relayed) {
+static void relay_once(int *fd, struct waited *w) {
   char buf[65536];
   ssize_t r = read(*fd, buf, sizeof buf);
   if (r <= 0) {
@@ -135,13 +136,19 @@ static void relay_once(int *fd, size_t *relayed) {
     *fd = -1;
     return;
   }
-  for (ssize_t off = 0; off < r;) {
-    ssize_t w = write(STDOUT_FILENO, buf + off, (size_t)(r - off));
-    if (w <= 0)
-      break;
-    off += w;
+  if (w->relayed < sizeof w->head - 1) {
+    size_t take = sizeof w->head - 1 - w->relayed;
+    if (take > (size_t)r)
+      take = (size_t)r;
+    memcpy(w->head + w->relayed, buf, take);
   }
-  *relayed += (size_t)r;
+  for (ssize_t off = 0; off < r;) {
+    ssize_t n = write(STDOUT_FILENO, buf + off, (size_t)(r - off));
+    if (n <= 0)
+      break;
+    off += n;
+  }
+  w->relayed += (size_t)r;
 }
 
 /* Waits for init, forwarding signals, relaying its fd 1 when piped, and
@@ -175,7 +182,7 @@ static void wait_container(pid_t pid, const sigset_t *set, int relay_fd,
         kill(pid, (int)si.ssi_signo);
     }
     if (pf[2].revents & (POLLIN | POLLHUP))
-      relay_once(&relay_fd, &w->relayed);
+      relay_once(&relay_fd, w);
     if (!exited && (pf[0].revents & POLLIN) && wait4(pid, &w->status, 0, &w->ru) == pid)
       exited = true;
   }
@@ -234,6 +241,16 @@ static int exit_code_of(const char *root, const char *id,
   if (info->python && (!info->handler || w->relayed == 0) &&
       (w->watchdog || !WIFEXITED(w->status) || WEXITSTATUS(w->status) == 127))
     return report_silent_death(id, info, &lim, w);
+  /* The sandbox answered itself: limits it ran into still go to stderr. */
+  static const char *const limit_types[] = {"Timeout", "MemoryLimit", "CpuLimit",
+                                            "OutputLimit"};
+  for (size_t i = 0; info->handler && i < sizeof limit_types / sizeof limit_types[0];
+       i++) {
+    char quoted[32];
+    snprintf(quoted, sizeof quoted, "\"%s\"", limit_types[i]);
+    if (strstr(w->head, quoted))
+      log_error("container \"%s\": %s", id, limit_types[i]);
+  }
   if (WIFEXITED(w->status))
     return WEXITSTATUS(w->status);
   int sig = WTERMSIG(w->status);
@@ -273,15 +290,18 @@ int cmd_run_container(const struct global_opts *g, struct coil_create_opts *o,
   }
   if (detach)
     return EXIT_OK;
+  log_debug("run %s: started", o->id);
   /* The watchdog backs up the in-guest timer: a second after it. */
   struct waited w = {0};
   wait_container(pid, &set, info.relay_fd, info.timeout ? (info.timeout + 1) * 1000LL : 0,
                  &w);
+  log_debug("run %s: container exited", o->id);
   int code = exit_code_of(g->root, o->id, &info, &w);
   if (container_delete(g->root, o->id, true, &err) < 0) {
     log_error("%s", err.msg);
     return EXIT_COIL_FAILED;
   }
+  log_debug("run %s: deleted", o->id);
   return code;
 }
 

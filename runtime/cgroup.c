@@ -707,6 +707,48 @@ int cgroup_enter(const struct coil_cgroup *cg, pid_t pid,
   return 0;
 }
 
+int cgroup_join_prepare(const struct coil_cgroup *cg, struct coil_cgroup_join *j,
+                        struct coil_error *err) {
+  *j = (struct coil_cgroup_join){.v2_fd = -1};
+  for (size_t i = 0; i < cg->n; i++) {
+    const struct cg_dir *d = &cg->dirs[i];
+    bool v2 = d->drv == &cg_driver_v2;
+    cleanup_free char *path = v2 ? strdup(d->path) : join(d->path, "tasks");
+    if (!path) {
+      cgroup_join_close(j);
+      return no_memory(err);
+    }
+    int fd = open(path, (v2 ? O_RDONLY | O_DIRECTORY : O_WRONLY) | O_CLOEXEC);
+    if (fd < 0) {
+      int e = errno;
+      cgroup_join_close(j);
+      return coil_error_sys(err, e, "open %s", path);
+    }
+    if (v2)
+      j->v2_fd = fd;
+    else
+      j->tasks_fd[j->n_tasks++] = fd;
+  }
+  return 0;
+}
+
+int cgroup_join_self(struct coil_cgroup_join *j, struct coil_error *err) {
+  int r = 0;
+  for (size_t i = 0; i < j->n_tasks; i++)
+    if (r == 0 && write(j->tasks_fd[i], "0", 1) != 1)
+      r = coil_error_sys(err, errno, "join the container's v1 cgroups");
+  cgroup_join_close(j);
+  return r;
+}
+
+void cgroup_join_close(struct coil_cgroup_join *j) {
+  for (size_t i = 0; i < j->n_tasks; i++)
+    close(j->tasks_fd[i]);
+  if (j->v2_fd >= 0)
+    close(j->v2_fd);
+  *j = (struct coil_cgroup_join){.v2_fd = -1};
+}
+
 static const struct cg_dir *find_dir(const struct coil_cgroup *cg,
                                      enum cg_ctrl c) {
   for (size_t i = 0; i < cg->n; i++)

@@ -32,6 +32,23 @@ int cgroup_create(const struct coil_cgroup_env *env, const char *cgroups_path,
 /* Moves pid into the container's cgroup in every hierarchy. */
 int cgroup_enter(const struct coil_cgroup *cg, pid_t pid, struct coil_error *err);
 
+/* Joining without the migration wait. Moving a whole process takes the
+ * kernel's global threadgroup lock, whose RCU grace period costs ~10 ms per
+ * container; so init is born in the v2 cgroup (clone3 CLONE_INTO_CGROUP with
+ * v2_fd) and moves its only thread into each v1 cgroup itself, by writing
+ * "0" to the "tasks" files the (host root) parent opened for it. */
+struct coil_cgroup_join {
+  int v2_fd; /* the v2 cgroup directory, or -1 */
+  int tasks_fd[8];
+  size_t n_tasks;
+};
+int cgroup_join_prepare(const struct coil_cgroup *cg, struct coil_cgroup_join *j,
+                        struct coil_error *err);
+/* In init, before anything else: moves the calling (single-threaded)
+ * process into the v1 cgroups and closes the fds. */
+int cgroup_join_self(struct coil_cgroup_join *j, struct coil_error *err);
+void cgroup_join_close(struct coil_cgroup_join *j);
+
 /* The pids currently in the container's cgroup (for kill --all). */
 int cgroup_pids(const struct coil_cgroup *cg, pid_t **pids, size_t *n,
                 struct coil_error *err);

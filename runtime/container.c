@@ -200,6 +200,32 @@ struct create_ctx {
   int relay[2];            /* run's envelope pipe, or -1s */
 };
 
+/* struct clone_args of clone3(2), from the kernel's uapi (glibc 2.36 has no
+ * wrapper), and the flag that places the child into a v2 cgroup at birth. */
+struct coil_clone_args {
+  uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls,
+      set_tid, set_tid_size, cgroup;
+};
+#define COIL_CLONE_INTO_CGROUP 0x200000000ULL
+
+/* A fork-like clone into new namespaces; with a v2 cgroup fd the child is
+ * born in that cgroup (no migration), else *in_cgroup stays false. */
+static pid_t clone_into_cgroup(int flags, int cgroup_fd, bool *in_cgroup) {
+  if (cgroup_fd >= 0) {
+    struct coil_clone_args a = {.flags = (uint64_t)flags | COIL_CLONE_INTO_CGROUP,
+                                .exit_signal = SIGCHLD,
+                                .cgroup = (uint64_t)cgroup_fd};
+    pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof a);
+    if (pid >= 0) {
+      *in_cgroup = true;
+      return pid;
+    }
+    if (errno != ENOSYS && errno != E2BIG && errno != EINVAL)
+      return -1;
+  }
+  return (pid_t)syscall(SYS_clone, (unsigned long)flags | SIGCHLD, 0, 0, 0, 0);
+}
+
 /* Joining a user namespace by path must come before the other namespaces
  * are created, so they belong to it; the parent must stay host root for the
  * cgroup and hooks, so a short-lived middle process joins and clones. The
@@ -265,13 +291,21 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
   cleanup_close int start_fd = start_socket_listen(x->dirfd, err);
   if (start_fd < 0)
     return -1;
-  struct ns_saved saved;
-  if (namespaces_parent_enter(&cfg->lnx, &saved, err) < 0)
+  struct coil_cgroup_join join = {.v2_fd = -1};
+  if (x->cg && cgroup_join_prepare(x->cg, &join, err) < 0)
     return -1;
+  struct ns_saved saved;
+  if (namespaces_parent_enter(&cfg->lnx, &saved, err) < 0) {
+    cgroup_join_close(&join);
+    return -1;
+  }
   int flags = namespaces_clone_flags(&cfg->lnx);
-  pid_t pid = namespaces_user_path(&cfg->lnx)
-                  ? clone_in_user_namespace(namespaces_user_path(&cfg->lnx), flags, err)
-                  : (pid_t)syscall(SYS_clone, (unsigned long)flags | SIGCHLD, 0, 0, 0, 0);
+  bool born_in_cgroup = false;
+  pid_t pid;
+  if (namespaces_user_path(&cfg->lnx))
+    pid = clone_in_user_namespace(namespaces_user_path(&cfg->lnx), flags, err);
+  else
+    pid = clone_into_cgroup(flags, join.v2_fd, &born_in_cgroup);
   if (pid == 0) {
     struct init_ctx ic = {.cfg = cfg,
                           .id = x->o->id,
@@ -285,7 +319,8 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
                           .seccomp = sp,
                           .out_fd = x->relay[1],
                           .skip_rootfs = x->py && !x->py->pivot,
-                          .python = x->py ? &x->py->ctx : NULL};
+                          .python = x->py ? &x->py->ctx : NULL,
+                          .cgroup_join = &join};
     if (x->py)
       x->py->ctx.rlimits = rl;
     close(parent_end);
@@ -294,6 +329,7 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
     init_main(&ic);
   }
   int clone_errno = errno;
+  cgroup_join_close(&join);
   struct coil_error rerr;
   if (namespaces_parent_restore(&saved, &rerr) < 0) {
     if (pid > 0)
@@ -309,8 +345,10 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
 
   char payload[32];
   snprintf(payload, sizeof payload, "%d", pid);
+  /* Born in the v2 cgroup, init moves itself into the v1 ones; otherwise
+   * (an old kernel, a joined user namespace) the parent moves it. */
   if (namespaces_write_id_maps(pid, &cfg->lnx, err) < 0 ||
-      cgroup_enter(x->cg, pid, err) < 0)
+      (x->cg && !born_in_cgroup && cgroup_enter(x->cg, pid, err) < 0))
     return -1;
   if (cfg->process.has_oom_score_adj &&
       write_oom_score_adj(pid, cfg->process.oom_score_adj, err) < 0)
@@ -430,7 +468,9 @@ static int container_create_parsed(const struct coil_create_opts *o,
   char cgroup_name[COIL_ID_DIRNAME_MAX];
   id_dirname(o->id, cgroup_name);
   int r = state_write_file(x.dirfd, "config.json", raw, raw_len, err);
-  if (r == 0)
+  /* Only the cgroup layer switched off (sandbox.disable) goes without. */
+  bool cgroups = !py || layer_on(py->ctx.disabled, LAYER_CGROUP);
+  if (r == 0 && cgroups)
     r = cgroup_create(NULL, cfg->lnx.cgroups_path, cgroup_name,
                       cfg->lnx.has_resources ? &cfg->lnx.resources : NULL, &x.cg, err);
   if (r == 0 && py && o->info && pipe2(x.relay, O_CLOEXEC) < 0)
@@ -441,7 +481,7 @@ static int container_create_parsed(const struct coil_create_opts *o,
     close(x.relay[1]);
   cleanup_free char *cg_text = NULL;
   if (r == 0) {
-    cg_text = cgroup_serialize(x.cg);
+    cg_text = x.cg ? cgroup_serialize(x.cg) : NULL;
     log_debug("create %s: init is pid %d, cgroup %s", o->id, x.pid,
               cg_text ? cg_text : "-");
     struct coil_state st = {.id = (char *)o->id,

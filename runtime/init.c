@@ -16,8 +16,10 @@
 #include <linux/capability.h>
 #include <linux/close_range.h>
 
+#include "cgroup.h"
 #include "cleanup.h"
 #include "hooks.h"
+#include "log.h"
 #include "namespaces.h"
 #include "oci_state.h"
 #include "python_mode.h"
@@ -183,6 +185,10 @@ void init_main(const struct init_ctx *c) {
   /* 1. Nothing of the host leaks in but the fds the protocol needs. If the
    *    parent dies during setup its end of the sync socket closes and init
    *    exits at the next step. */
+  log_forget_file();
+  /* 0. Into the container's v1 cgroups before anything else runs here. */
+  if (c->cgroup_join && cgroup_join_self(c->cgroup_join, &err) < 0)
+    fail_sync(c->sync_fd, &err);
   if (c->out_fd >= 0 && (dup2(c->out_fd, STDOUT_FILENO) < 0 || close(c->out_fd) < 0))
     _exit(INIT_FAILED);
   int keep[] = {c->sync_fd, c->start_fd, c->console_fd};
@@ -193,6 +199,7 @@ void init_main(const struct init_ctx *c) {
   if (sync_expect(sync_fd, SYNC_GO, payload, sizeof payload, &err) < 0)
     _exit(INIT_FAILED);
   pid_t host_pid = (pid_t)atoi(payload);
+  log_debug("init: ids mapped, in the cgroup");
 
   /* 3. Namespaces: root of our user namespace, join the ones given by path,
    *    then a cgroup namespace rooted at the container's cgroup. */
@@ -214,6 +221,7 @@ void init_main(const struct init_ctx *c) {
                                 .userns = namespaces_has(&cfg->lnx, CLONE_NEWUSER)};
   if (!c->skip_rootfs && rootfs_prepare(cfg, &ro, &err) < 0)
     fail_sync(sync_fd, &err);
+  log_debug("init: namespaces joined, mounts done");
 
   /* 6. prestart/createRuntime run in the runtime namespace (the parent),
    *    createContainer here, before pivot_root. */
@@ -242,6 +250,7 @@ void init_main(const struct init_ctx *c) {
     close(c->console_fd);
   }
 
+  log_debug("init: pivoted, ready");
   /* 9. Ready: from here the parent may exit. */
   if (sync_send(sync_fd, SYNC_READY, NULL, &err) < 0)
     _exit(INIT_FAILED);
@@ -251,6 +260,7 @@ void init_main(const struct init_ctx *c) {
   int conn = wait_for_start(c->start_fd, &err);
   if (conn < 0)
     _exit(INIT_FAILED);
+  log_debug("init: started");
   if (cfg->hooks[COIL_HOOK_START_CONTAINER].n) {
     cleanup_free char *st = state_for_hooks(c, host_pid, "created");
     if (hooks_run(cfg, COIL_HOOK_START_CONTAINER, st ? st : "{}", &err) < 0)

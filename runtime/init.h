@@ -11,6 +11,7 @@
 #include "seccomp_profile.h"
 
 struct python_ctx;
+struct coil_cgroup_join;
 
 struct init_ctx {
   const struct coil_config *cfg;
@@ -26,6 +27,7 @@ struct init_ctx {
   int out_fd;                        /* becomes fd 1 (run's relay pipe), or -1 */
   bool skip_rootfs;                  /* Python mode with the mountns layer off */
   const struct python_ctx *python;   /* Python sandbox mode, or NULL */
+  struct coil_cgroup_join *cgroup_join; /* v1 cgroups init moves itself into */
 };
 
 /* Runs in the cloned child; ends in execve or _exit, never returns. */

@@ -21,6 +21,8 @@ int log_init(const char *path, bool json, bool debug) {
   return log_fd < 0 ? -1 : 0;
 }
 
+void log_forget_file(void) { log_fd = -1; }
+
 static const char *level_name(enum coil_log_level lvl) {
   switch (lvl) {
   case COIL_LOG_DEBUG:
@@ -77,6 +79,17 @@ void coil_log(enum coil_log_level lvl, const char *fmt, ...) {
 
   char line[4096];
   int n;
+  if (lvl == COIL_LOG_DEBUG) {
+    /* Debug lines carry a monotonic timestamp, so --debug shows where the
+     * time of a run goes (process and pid prefix: init logs too). */
+    struct timespec mono;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    char stamped[sizeof msg + 64];
+    snprintf(stamped, sizeof stamped, "[%ld.%03ld %d] %s", (long)mono.tv_sec % 1000,
+             mono.tv_nsec / 1000000, (int)getpid(), msg);
+    memcpy(msg, stamped, sizeof msg - 1);
+    msg[sizeof msg - 1] = '\0';
+  }
   if (lvl != COIL_LOG_INFO || log_fd < 0) {
     n = snprintf(line, sizeof line, "coil: %s%s%s\n",
                  lvl == COIL_LOG_ERROR ? "" : level_name(lvl),

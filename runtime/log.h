@@ -11,6 +11,11 @@ enum coil_log_level { COIL_LOG_DEBUG, COIL_LOG_INFO, COIL_LOG_WARN, COIL_LOG_ERR
  * opened; logging then goes to stderr only. */
 int log_init(const char *path, bool json, bool debug);
 
+/* Forgets the --log file without closing it: init calls this before it
+ * closes every inherited fd, so a later log line can never land in an fd
+ * that reused the number. */
+void log_forget_file(void);
+
 void coil_log(enum coil_log_level lvl, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

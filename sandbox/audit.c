@@ -9,6 +9,7 @@
 
 static volatile int user_phase;
 static int violation_fd = -1;
+static bool envelope; /* handler mode: answer with an envelope, else a line */
 
 /* Benign code reaches these through codec lookups and strptime, so they
  * raise (catchable) instead of ending the process. */
@@ -27,13 +28,18 @@ static void __attribute__((noreturn)) die_on_event(const char *ev) {
     safe[j++] = (ev[i] == '"' || ev[i] == '\\' || (unsigned char)ev[i] < 0x20) ? '?'
                                                                                : ev[i];
   safe[j] = '\0';
-  int n = snprintf(buf, sizeof buf,
-                   "{\"ok\": false, \"error\": {\"type\": \"GateViolation\", "
-                   "\"message\": \"audit event '%s' is not permitted\", "
-                   "\"line\": 0, \"col\": 0}}\n",
-                   safe);
-  if (violation_fd >= 0 && n > 0) {
-    ssize_t w = write(violation_fd, buf, (size_t)n);
+  int n = envelope ? snprintf(buf, sizeof buf,
+                              "{\"ok\": false, \"error\": {\"type\": "
+                              "\"GateViolation\", \"message\": \"audit event "
+                              "'%s' is not permitted\", \"line\": 0, \"col\": 0}}\n",
+                              safe)
+                   : snprintf(buf, sizeof buf,
+                              "coil: GateViolation: audit event '%s' is not "
+                              "permitted\n",
+                              safe);
+  int fd = envelope ? violation_fd : 2;
+  if (fd >= 0 && n > 0) {
+    ssize_t w = write(fd, buf, (size_t)n);
     (void)w;
   }
   _exit(PY_EXIT_GATE);
@@ -51,8 +57,9 @@ static int coil_audit(const char *ev, PyObject *args, void *ud) {
   die_on_event(ev);
 }
 
-int audit_install(int fd) {
+int audit_install(int fd, bool handler_mode) {
   violation_fd = fd;
+  envelope = handler_mode;
   return PySys_AddAuditHook(coil_audit, NULL);
 }
 

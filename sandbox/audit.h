@@ -6,9 +6,10 @@
 
 #include <stdbool.h>
 
-/* Must run before Py_InitializeFromConfig. violation_fd gets a GateViolation
- * envelope before the process exits on a hard event. */
-int audit_install(int violation_fd);
+/* Must run before Py_InitializeFromConfig. On a hard event the process
+ * exits after writing a GateViolation envelope to violation_fd (handler
+ * mode) or a line to stderr (script mode). */
+int audit_install(int violation_fd, bool handler_mode);
 
 /* One way: TRUSTED -> USER. With enforce false (sandbox.disable: audit) the
  * hook stays permissive. */

@@ -29,6 +29,7 @@ struct gate_result {
   char **helpers; /* helper names the code imports ("json", "urllib.parse") */
   size_t n_helpers;
   PyObject *code; /* compiled checked tree; NULL when n > 0 */
+  bool uses_codecs; /* the code may look a codec up by name (encode, ...) */
 };
 
 /* Fills defaults (64 KiB, 20000 nodes, depth 100). */

@@ -242,11 +242,27 @@ def _comprehension(node, pos, add, helpers):
         add(pos, "async comprehensions are not allowed")
 
 
+# Ways allowed code can look a codec up by name (str.encode, bytes.decode,
+# str(b, enc), bytes(s, enc), bytearray(s, enc)): when none occurs, the
+# codec modules need not be pre-imported (gate-design 1.5).
+CODEC_ATTRS = frozenset(("encode", "decode"))
+CODEC_CALLS = frozenset(("str", "bytes", "bytearray"))
+USES_CODECS = "#codecs"  # marker in the helpers set; never a helper name
+
+
 def _attribute(node, pos, add, helpers):
+    if node.attr in CODEC_ATTRS:
+        helpers.add(USES_CODECS)
     if type(node.ctx) is _ast.Store:
         add(pos, "assigning to attributes is not allowed")
     elif type(node.ctx) is not _ast.Load:
         add(pos, "deleting attributes is not allowed")
+
+
+def _call(node, pos, add, helpers):
+    if (type(node.func) is _ast.Name and node.func.id in CODEC_CALLS
+            and len(node.args) + len(node.keywords) > 1):
+        helpers.add(USES_CODECS)
 
 
 def _delete(node, pos, add, helpers):
@@ -322,7 +338,7 @@ ALLOWED = {
     _ast.ExceptHandler: None, _ast.Import: _import,
     _ast.ImportFrom: _import_from, _ast.alias: None, _ast.NamedExpr: None,
     _ast.BoolOp: None, _ast.BinOp: None, _ast.UnaryOp: None,
-    _ast.Compare: None, _ast.IfExp: None, _ast.Call: None, _ast.keyword: None,
+    _ast.Compare: None, _ast.IfExp: None, _ast.Call: _call, _ast.keyword: None,
     _ast.Subscript: None, _ast.Slice: None, _ast.Starred: None,
     _ast.List: None, _ast.Tuple: None, _ast.Set: None, _ast.Dict: None,
     _ast.Name: None, _ast.Constant: _constant, _ast.Attribute: _attribute,

@@ -11,10 +11,11 @@
 
 #include "error.h"
 
-/* Imports the fixed pre-import list (lazy stdlib imports that would fail
- * after lockdown: _strptime, encodings.{ascii,latin_1,idna,punycode,utf_16,
- * utf_32,cp1252}) and the real modules behind the named helpers. */
-int guest_preimport(const char *const *helpers, size_t n,
+/* Imports what would otherwise be imported lazily after lockdown: with
+ * codecs, the codec list of gate-design 1.5 (encodings.{ascii,latin_1,idna,
+ * punycode,utf_16,utf_32,cp1252}); for each named helper its real module
+ * and that module's own lazy imports (_strptime for datetime, ...). */
+int guest_preimport(const char *const *helpers, size_t n, bool codecs,
                     struct coil_error *err);
 
 /* A new globals dict for user code: __builtins__ = the restricted dict (or,

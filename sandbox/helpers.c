@@ -4,10 +4,10 @@
  *
  * helper        member                       wrap  returns
  * ------------  ---------------------------  ----  -----------------------
- * json          loads(s)                     PY    dict/list/str/...
- *               dumps(o, indent, sort_keys)  PY    str
- *   no object_hook/cls/default/parse_*: a hook's caller frame would be
- *   json.decoder's
+ * json          loads(s)                     IMPL  dict/list/str/...
+ *               dumps(o, indent, sort_keys)  IMPL  str
+ *   C code of its own (json_c.c), no stdlib module: importing json costs
+ *   more than the rest of a run; no object_hook/cls/default/parse_*
  * re            compile(pattern, flags)      PY    Pattern (C)
  *               match search fullmatch       IMPL  Match (C) or None
  *               findall split                IMPL  list
@@ -78,6 +78,7 @@
  * Every proxied helper also rebuilds escaping exceptions as builtin
  * exceptions with plain args, no traceback and no context (proxy.c). */
 #include "guest.h"
+#include "json_c.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -105,6 +106,14 @@ struct member {
         {n, (PyCFunction)(void (*)(void))fn, METH_VARARGS | METH_KEYWORDS,     \
          NULL},                                                                \
         self_attr                                                              \
+  }
+/* IMPL screened like PY: positional count, keywords, plain data. */
+#define IMPL_PY(n, fn, pos, kw)                                                \
+  {                                                                            \
+    n, W_IMPL, {pos, kw, true},                                                \
+        {n, (PyCFunction)(void (*)(void))fn, METH_VARARGS | METH_KEYWORDS,     \
+         NULL},                                                                \
+        NULL                                                                   \
   }
 #define TYPE(n)                                                                \
   { n, W_TYPE, {-1, NULL, false}, {0}, NULL }
@@ -409,8 +418,8 @@ static PyObject *ip_hosts(PyObject *ipaddress, PyObject *args, PyObject *kw) {
 /* ---- the tables --------------------------------------------------------- */
 
 static struct member json_members[] = {
-    PY("loads", 1, ""),
-    PY("dumps", 1, "indent sort_keys"),
+    IMPL_PY("loads", json_c_loads, 1, ""),
+    IMPL_PY("dumps", json_c_dumps, 1, "indent sort_keys"),
     END,
 };
 
@@ -532,19 +541,16 @@ static struct member ipaddress_members[] = {
     END,
 };
 
-/* preimport: modules the helper's code imports lazily on some path (json
- * decoding UTF-16/32 or BOM input looks up those codecs; re and
- * urllib.parse import warnings and unicodedata inside functions). */
+/* preimport: modules the helper's code imports lazily on some path (re and
+ * urllib.parse import warnings and unicodedata inside functions;
+ * datetime.strptime imports _strptime). */
 static const struct helper {
   const char *name;      /* the import name user code writes */
-  const char *module;    /* the real module */
+  const char *module;    /* the real module; NULL: none (C code here) */
   const char *preimport; /* space-separated; NULL: none */
   struct member *members;
 } helpers[] = {
-    {"json", "json",
-     "encodings.utf_8_sig encodings.utf_16_be encodings.utf_16_le "
-     "encodings.utf_32_be encodings.utf_32_le",
-     json_members},
+    {"json", NULL, NULL, json_members},
     {"re", "re", "warnings unicodedata", re_members},
     {"base64", "base64", NULL, base64_members},
     {"hashlib", "hashlib", NULL, hashlib_members},
@@ -552,16 +558,18 @@ static const struct helper {
     {"binascii", "binascii", NULL, binascii_members},
     {"struct", "struct", NULL, struct_members},
     {"math", "math", NULL, math_members},
-    {"datetime", "datetime", NULL, datetime_members},
+    {"datetime", "datetime", "_strptime", datetime_members},
     {"urllib.parse", "urllib.parse", "unicodedata", urlparse_members},
     {"ipaddress", "ipaddress", NULL, ipaddress_members},
 };
 
-/* gate-design 1.5: lazy imports of the stdlib that benign code reaches
- * (strptime; codec lookups by str.encode/decode). */
-static const char fixed_preimport[] =
-    "_strptime encodings.ascii encodings.latin_1 encodings.idna "
-    "encodings.punycode encodings.utf_16 encodings.utf_32 encodings.cp1252";
+/* gate-design 1.5: the codecs benign code looks up by name (str.encode,
+ * bytes.decode). Importing them costs more than the interpreter start-up
+ * (encodings.idna pulls in re), so only when the gate saw a codec lookup;
+ * without them such a lookup fails cleanly after lockdown. */
+static const char codec_preimport[] =
+    "encodings.ascii encodings.latin_1 encodings.idna encodings.punycode "
+    "encodings.utf_16 encodings.utf_32 encodings.cp1252";
 
 /* ---- building ----------------------------------------------------------- */
 
@@ -608,16 +616,16 @@ static int import_list(const char *list, struct coil_error *err) {
   return 0;
 }
 
-int guest_preimport(const char *const *names, size_t n,
+int guest_preimport(const char *const *names, size_t n, bool codecs,
                     struct coil_error *err) {
-  if (import_list(fixed_preimport, err) < 0)
+  if (codecs && import_list(codec_preimport, err) < 0)
     return coil_error_prefix(err, "preimport");
   for (size_t i = 0; i < n; i++) {
     const struct helper *h = helper_find(names[i]);
     if (!h)
       return coil_error_set(err, EINVAL, "preimport: unknown helper '%s'",
                             names[i]);
-    if (import_list(h->module, err) < 0 ||
+    if ((h->module && import_list(h->module, err) < 0) ||
         (h->preimport && import_list(h->preimport, err) < 0))
       return coil_error_prefix(err, "preimport: helper %s", h->name);
   }
@@ -691,8 +699,10 @@ static PyObject *member_new(PyObject *module, const struct helper *h,
 }
 
 static PyObject *namespace_for(const struct helper *h) {
-  PyObject *modname = PyUnicode_FromString(h->module);
-  PyObject *module = modname ? PyImport_GetModule(modname) : NULL;
+  PyObject *modname = h->module ? PyUnicode_FromString(h->module) : NULL;
+  PyObject *module =
+      !h->module ? Py_NewRef(Py_None)
+                 : modname ? PyImport_GetModule(modname) : NULL;
   Py_XDECREF(modname);
   if (!module) {
     if (!PyErr_Occurred())

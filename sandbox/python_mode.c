@@ -20,6 +20,7 @@
 #include "guest.h"
 #include "layers.h"
 #include "lockdown.h"
+#include "log.h"
 #include "protocol.h"
 
 #define OUT_FD 1
@@ -246,19 +247,22 @@ void python_mode_main(const struct python_ctx *c) {
   /* 1. ids, environment, fds, capabilities, no_new_privs, rlimits. */
   if (drop_process_privileges(c, &err) < 0)
     fail(c, "Exception", PY_EXIT_COIL, err.msg);
+  log_debug("python: privileges dropped");
   /* 2. the in-guest wall clock and the CPU-limit signal. */
   if (arm_timers(c, &err) < 0)
     fail(c, "Exception", PY_EXIT_COIL, err.msg);
   /* 3. lockdown stage 1: read-only rootfs; dangerous syscall families off. */
   if (lockdown_stage1(&lock, &err) < 0)
     fail(c, "Exception", PY_EXIT_COIL, err.msg);
+  log_debug("python: lockdown stage 1");
   /* 4. the audit hook, before the interpreter exists (trusted phase). */
   bool audit = layer_on(c->disabled, LAYER_AUDIT);
-  if (audit && audit_install(OUT_FD) < 0)
+  if (audit && audit_install(OUT_FD, c->entry != NULL) < 0)
     fail(c, "Exception", PY_EXIT_COIL, "audit hook: PySys_AddAuditHook failed");
   /* 5. the interpreter, configured as gate-design.md 1.2 says. */
   if (embed_init(c->prefix, &err) < 0)
     fail(c, "Exception", PY_EXIT_COIL, err.msg);
+  log_debug("python: interpreter initialised");
   /* 6. the gate: decode, cap, parse, check, compile the checked tree. */
   struct gate_limits lim;
   gate_limits_default(&lim);
@@ -268,13 +272,17 @@ void python_mode_main(const struct python_ctx *c) {
     fail(c, "Exception", PY_EXIT_COIL, err.msg);
   if (g.n > 0)
     report_violations(c, &g);
+  log_debug("python: gate passed");
   /* 7. only the helpers the code names, plus the fixed pre-import list. */
   PyObject *globals = NULL;
-  if (guest_preimport((const char *const *)g.helpers, g.n_helpers, &err) < 0 ||
+  int pre = guest_preimport((const char *const *)g.helpers, g.n_helpers, g.uses_codecs, &err);
+  log_debug("python: preimport done");
+  if (pre < 0 ||
       guest_globals((const char *const *)g.helpers, g.n_helpers,
                     layer_on(c->disabled, LAYER_BUILTINS), &globals, &err) < 0)
     fail(c, "Exception", PY_EXIT_COIL, err.msg);
   guest_stdout_set_cap(c->max_output);
+  log_debug("python: helpers imported");
   /* 8. the request, parsed in C. */
   PyObject *request = NULL;
   if (c->entry && protocol_read_request(0, c->max_request, &request, &err) < 0)
@@ -284,6 +292,7 @@ void python_mode_main(const struct python_ctx *c) {
   if (lockdown_stage2(&lock, &err) < 0)
     fail(c, "Exception", PY_EXIT_COIL, err.msg);
   audit_enter_user_phase(audit);
+  log_debug("python: lockdown stage 2");
   /* 10. the user's code. */
   run_user_code(c, g.code, globals, request);
 }
