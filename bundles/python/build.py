@@ -2,7 +2,7 @@
 """Build coil's default Python rootfs reproducibly, or check it.
 
     build.py [OUT]            build OUT (default: rootfs next to this file)
-                              and write MANIFEST next to this file
+    build.py --manifest [OUT] the same, and rewrite MANIFEST next to this file
     build.py --check [OUT]    build into a temporary directory and compare its
                               manifest with MANIFEST (and OUT's, if OUT exists)
 
@@ -203,7 +203,8 @@ def manifest(root):
 
 def main(argv):
     check = argv[:1] == ["--check"]
-    argv = argv[1:] if check else argv
+    rewrite = argv[:1] == ["--manifest"]
+    argv = argv[1:] if check or rewrite else argv
     out = os.path.abspath(argv[0] if argv else os.path.join(HERE, "rootfs"))
     mpath = os.path.join(HERE, "MANIFEST")
     if os.geteuid() != 0:
@@ -215,8 +216,9 @@ def main(argv):
         lines = manifest(tmp)
         shutil.rmtree(out, ignore_errors=True)
         os.rename(tmp, out)
-        with open(mpath, "w") as f:
-            f.write("\n".join(lines) + "\n")
+        if rewrite:
+            with open(mpath, "w") as f:
+                f.write("\n".join(lines) + "\n")
         print(lines[-1])
         return 0
     with open(mpath) as f:
