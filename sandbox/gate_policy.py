@@ -243,26 +243,52 @@ def _comprehension(node, pos, add, helpers):
 
 
 # Ways allowed code can look a codec up by name (str.encode, bytes.decode,
-# str(b, enc), bytes(s, enc), bytearray(s, enc)): when none occurs, the
-# codec modules need not be pre-imported (gate-design 1.5).
+# str(b, enc), bytes(s, enc), bytearray(s, enc)). The interpreter encodes
+# and decodes UTF-8, ASCII and Latin-1 without a codec lookup, so only other
+# (or non-constant) encodings need the codec modules pre-imported
+# (gate-design 1.5). A codec method called through another name
+# (e = s.encode; e("idna")) is not seen: that lookup fails cleanly after
+# lockdown.
 CODEC_ATTRS = frozenset(("encode", "decode"))
 CODEC_CALLS = frozenset(("str", "bytes", "bytearray"))
+FAST_CODECS = frozenset(("utf-8", "utf8", "utf_8", "ascii", "us-ascii",
+                         "latin-1", "latin1", "latin_1", "iso-8859-1",
+                         "iso8859-1"))
 USES_CODECS = "#codecs"  # marker in the helpers set; never a helper name
 
 
+def _encoding_arg(node, index):
+    """The encoding argument of a call, None when absent, False if unknown."""
+    if any(type(a) is _ast.Starred for a in node.args) or any(
+            k.arg is None for k in node.keywords):
+        return False
+    if len(node.args) > index:
+        return node.args[index]
+    for k in node.keywords:
+        if k.arg == "encoding":
+            return k.value
+    return None
+
+
+def _call(node, pos, add, helpers):
+    f = node.func
+    if type(f) is _ast.Attribute and f.attr in CODEC_ATTRS:
+        enc = _encoding_arg(node, 0)
+    elif type(f) is _ast.Name and f.id in CODEC_CALLS:
+        enc = _encoding_arg(node, 1)
+    else:
+        return
+    if enc is None or (type(enc) is _ast.Constant and type(enc.value) is str
+                       and enc.value.lower() in FAST_CODECS):
+        return
+    helpers.add(USES_CODECS)
+
+
 def _attribute(node, pos, add, helpers):
-    if node.attr in CODEC_ATTRS:
-        helpers.add(USES_CODECS)
     if type(node.ctx) is _ast.Store:
         add(pos, "assigning to attributes is not allowed")
     elif type(node.ctx) is not _ast.Load:
         add(pos, "deleting attributes is not allowed")
-
-
-def _call(node, pos, add, helpers):
-    if (type(node.func) is _ast.Name and node.func.id in CODEC_CALLS
-            and len(node.args) + len(node.keywords) > 1):
-        helpers.add(USES_CODECS)
 
 
 def _delete(node, pos, add, helpers):
