@@ -26,6 +26,7 @@ OBJ := $(patsubst %.c,build/%.o,$(LIB_SRC) $(CMD_SRC))
 LIB_OBJ := $(patsubst %.c,build/%.o,$(LIB_SRC))
 ASAN_OBJ := $(patsubst %.c,build-asan/%.o,$(LIB_SRC) $(CMD_SRC))
 ASAN_LIB_OBJ := $(patsubst %.c,build-asan/%.o,$(LIB_SRC))
+CLANG_OBJ := $(patsubst %.c,build-clang/%.o,$(LIB_SRC) $(CMD_SRC))
 UNIT_BIN := $(patsubst tests/unit/%.c,build/tests/%,$(UNIT_SRC))
 UNIT_ASAN_BIN := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_SRC))
 
@@ -42,6 +43,14 @@ coil-asan: $(ASAN_OBJ)
 build/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+# The same tree built with clang, warnings as errors (make check builds it).
+coil-clang: $(CLANG_OBJ)
+	clang $(ALL_CFLAGS) -o $@ $(CLANG_OBJ) $(PKG_LIBS)
+
+build-clang/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
 build-asan/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -65,11 +74,11 @@ build/gen/gate_policy.inc: sandbox/gate_policy.py Makefile
 	  $< > $@.tmp
 	mv $@.tmp $@
 
-build/sandbox/gate.o build-asan/sandbox/gate.o: build/gen/gate_policy.inc
-build/sandbox/gate.o build-asan/sandbox/gate.o: ALL_CFLAGS += -Ibuild/gen
+build/sandbox/gate.o build-asan/sandbox/gate.o build-clang/sandbox/gate.o: build/gen/gate_policy.inc
+build/sandbox/gate.o build-asan/sandbox/gate.o build-clang/sandbox/gate.o: ALL_CFLAGS += -Ibuild/gen
 # ----
 
--include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d)
+-include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d) $(CLANG_OBJ:.o=.d)
 
 # Installs the Debian packages the build and tests need, only when missing.
 deps:
@@ -84,7 +93,7 @@ bundle:
 
 # Every test, plain and sanitizer builds; ends with "N passed, M failed".
 check: deps
-	$(MAKE) coil coil-asan unit unit-asan bundle
+	$(MAKE) coil coil-asan coil-clang unit unit-asan bundle
 	tests/run-all.sh
 
 check-asan: deps
@@ -110,4 +119,4 @@ format:
 	clang-format -i $(LIB_SRC) $(CMD_SRC) $(wildcard runtime/*.h sandbox/*.h cmd/*.h) $(UNIT_SRC)
 
 clean:
-	rm -rf build build-asan coil coil-asan tests/.build
+	rm -rf build build-asan build-clang coil coil-asan coil-clang tests/.build

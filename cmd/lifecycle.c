@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,7 +28,13 @@ struct create_args {
 /* Options shared by create and run. */
 static int parse_create_args(const char *name, int argc, char **argv,
                              struct create_args *a, bool allow_detach) {
-  enum { OPT_PID_FILE = 256, OPT_CONSOLE, OPT_NO_PIVOT, OPT_IGNORED, OPT_PRESERVE };
+  enum {
+    OPT_PID_FILE = 256,
+    OPT_CONSOLE,
+    OPT_NO_PIVOT,
+    OPT_IGNORED,
+    OPT_PRESERVE
+  };
   static const struct option opts[] = {
       {"bundle", required_argument, NULL, 'b'},
       {"pid-file", required_argument, NULL, OPT_PID_FILE},
@@ -78,7 +84,8 @@ static int parse_create_args(const char *name, int argc, char **argv,
 }
 
 /* Commands that take only "ID". */
-static int parse_id_only(const char *name, int argc, char **argv, const char **id) {
+static int parse_id_only(const char *name, int argc, char **argv,
+                         const char **id) {
   if (argc != 2 || argv[1][0] == '-')
     return cmd_usage_error(name, "expected exactly one container ID");
   *id = argv[1];
@@ -112,14 +119,15 @@ int cmd_start(const struct global_opts *g, int argc, char **argv) {
 }
 
 /* Signals `run` forwards to the container's init. */
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+static const int forwarded[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+                                SIGUSR1, SIGUSR2, SIGWINCH};
 
 struct waited {
   int status;
   struct rusage ru;
-  bool watchdog;      /* the parent's wall-clock kill fired */
-  size_t relayed;     /* bytes relayed from the container's fd 1 */
-  char head[512];     /* the first relayed bytes: the envelope's error type */
+  bool watchdog;  /* the parent's wall-clock kill fired */
+  size_t relayed; /* bytes relayed from the container's fd 1 */
+  char head[512]; /* the first relayed bytes: the envelope's error type */
 };
 
 static long long now_ms(void) {
@@ -183,7 +191,8 @@ static void wait_container(pid_t pid, const sigset_t *set, int relay_fd,
     }
     if (pf[2].revents & (POLLIN | POLLHUP))
       relay_once(&relay_fd, w);
-    if (!exited && (pf[0].revents & POLLIN) && wait4(pid, &w->status, 0, &w->ru) == pid)
+    if (!exited && (pf[0].revents & POLLIN) &&
+        wait4(pid, &w->status, 0, &w->ru) == pid)
       exited = true;
   }
   if (!exited)
@@ -192,7 +201,8 @@ static void wait_container(pid_t pid, const sigset_t *set, int relay_fd,
 
 /* The sandbox died without answering: say why, as an envelope in handler
  * mode, and pick the exit code (DESIGN.md). */
-static int report_silent_death(const char *id, const struct coil_python_info *info,
+static int report_silent_death(const char *id,
+                               const struct coil_python_info *info,
                                const struct coil_limit_report *lim,
                                const struct waited *w) {
   const char *type = "Exception";
@@ -206,16 +216,20 @@ static int report_silent_death(const char *id, const struct coil_python_info *in
     if (w->watchdog) {
       type = "Timeout";
       code = EXIT_TIMEOUT;
-      snprintf(msg, sizeof msg, "wall-clock limit of %d s reached", info->timeout);
+      snprintf(msg, sizeof msg, "wall-clock limit of %d s reached",
+               info->timeout);
     } else if (sig == SIGKILL && lim->oom_killed) {
       type = "MemoryLimit";
-      snprintf(msg, sizeof msg, "memory limit reached (killed by the OOM killer)");
+      snprintf(msg, sizeof msg,
+               "memory limit reached (killed by the OOM killer)");
     } else if (sig == SIGKILL && info->cpu_limit && cpu >= info->cpu_limit) {
       type = "CpuLimit";
-      snprintf(msg, sizeof msg, "CPU time limit of %d s reached", info->cpu_limit);
+      snprintf(msg, sizeof msg, "CPU time limit of %d s reached",
+               info->cpu_limit);
     } else if (sig == SIGSYS) {
-      snprintf(msg, sizeof msg, "killed by seccomp: a system call outside the "
-                                "sandbox's allowlist");
+      snprintf(msg, sizeof msg,
+               "killed by seccomp: a system call outside the "
+               "sandbox's allowlist");
     } else {
       snprintf(msg, sizeof msg, "sandbox killed by signal %d", sig);
     }
@@ -232,20 +246,21 @@ static int report_silent_death(const char *id, const struct coil_python_info *in
 /* The container's status as run's exit code; limits it ran into are
  * reported, so an OOM kill or a refused fork is not a mystery. */
 static int exit_code_of(const char *root, const char *id,
-                        const struct coil_python_info *info, const struct waited *w) {
+                        const struct coil_python_info *info,
+                        const struct waited *w) {
   struct coil_limit_report lim;
   container_limits(root, id, &lim);
   if (lim.pids_limit_hits)
-    log_error("container \"%s\" reached its pids limit (%llu forks refused)", id,
-              lim.pids_limit_hits);
+    log_error("container \"%s\" reached its pids limit (%llu forks refused)",
+              id, lim.pids_limit_hits);
   if (info->python && (!info->handler || w->relayed == 0) &&
       (w->watchdog || !WIFEXITED(w->status) || WEXITSTATUS(w->status) == 127))
     return report_silent_death(id, info, &lim, w);
   /* The sandbox answered itself: limits it ran into still go to stderr. */
-  static const char *const limit_types[] = {"Timeout", "MemoryLimit", "CpuLimit",
-                                            "OutputLimit"};
-  for (size_t i = 0; info->handler && i < sizeof limit_types / sizeof limit_types[0];
-       i++) {
+  static const char *const limit_types[] = {"Timeout", "MemoryLimit",
+                                            "CpuLimit", "OutputLimit"};
+  for (size_t i = 0;
+       info->handler && i < sizeof limit_types / sizeof limit_types[0]; i++) {
     char quoted[32];
     snprintf(quoted, sizeof quoted, "\"%s\"", limit_types[i]);
     if (strstr(w->head, quoted))
@@ -293,8 +308,8 @@ int cmd_run_container(const struct global_opts *g, struct coil_create_opts *o,
   log_debug("run %s: started", o->id);
   /* The watchdog backs up the in-guest timer: a second after it. */
   struct waited w = {0};
-  wait_container(pid, &set, info.relay_fd, info.timeout ? (info.timeout + 1) * 1000LL : 0,
-                 &w);
+  wait_container(pid, &set, info.relay_fd,
+                 info.timeout ? (info.timeout + 1) * 1000LL : 0, &w);
   log_debug("run %s: container exited", o->id);
   int code = exit_code_of(g->root, o->id, &info, &w);
   if (container_delete(g->root, o->id, true, &err) < 0) {
@@ -345,14 +360,16 @@ int cmd_delete(const struct global_opts *g, int argc, char **argv) {
   int c;
   while ((c = getopt_long(argc, argv, "+f", opts, NULL)) != -1) {
     if (c != 'f')
-      return cmd_usage_error("delete", "unknown option \"%s\"", argv[optind - 1]);
+      return cmd_usage_error("delete", "unknown option \"%s\"",
+                             argv[optind - 1]);
     force = true;
   }
   if (optind != argc - 1)
     return cmd_usage_error("delete", "expected exactly one container ID");
   struct coil_error err = {0};
   if (container_delete(g->root, argv[optind], force, &err) < 0) {
-    /* As runc: deleting a container that does not exist is fine with --force. */
+    /* As runc: deleting a container that does not exist is fine with --force.
+     */
     if (force && err.err == ENOENT)
       return EXIT_OK;
     return fail(&err, EXIT_ERR);

@@ -11,19 +11,28 @@
 #include "version.h"
 
 static const struct command commands[] = {
-    {"create", cmd_create, "create [--bundle DIR] [--pid-file FILE] [--console-socket SOCK] ID",
+    {"create", cmd_create,
+     "create [--bundle DIR] [--pid-file FILE] [--console-socket SOCK] ID",
      "create a container and leave its init waiting for start",
-     "  -b, --bundle DIR          bundle directory (default: current directory)\n"
+     "  -b, --bundle DIR          bundle directory (default: current "
+     "directory)\n"
      "      --pid-file FILE       write init's pid to FILE\n"
-     "      --console-socket SOCK send the pty master (process.terminal) over SOCK\n"},
-    {"start", cmd_start, "start ID", "run the user process of a created container", ""},
-    {"run", cmd_run, "run [--bundle DIR] [--pid-file FILE] [--detach] [--console-socket SOCK] ID",
+     "      --console-socket SOCK send the pty master (process.terminal) over "
+     "SOCK\n"},
+    {"start", cmd_start, "start ID",
+     "run the user process of a created container", ""},
+    {"run", cmd_run,
+     "run [--bundle DIR] [--pid-file FILE] [--detach] [--console-socket SOCK] "
+     "ID",
      "create, start and wait for a container; exits with its status",
-     "  -b, --bundle DIR          bundle directory (default: current directory)\n"
+     "  -b, --bundle DIR          bundle directory (default: current "
+     "directory)\n"
      "      --pid-file FILE       write init's pid to FILE\n"
      "  -d, --detach              return after start instead of waiting\n"
-     "      --console-socket SOCK send the pty master (process.terminal) over SOCK\n"},
-    {"state", cmd_state, "state ID", "print the container's OCI state JSON", ""},
+     "      --console-socket SOCK send the pty master (process.terminal) over "
+     "SOCK\n"},
+    {"state", cmd_state, "state ID", "print the container's OCI state JSON",
+     ""},
     {"kill", cmd_kill, "kill [--all] ID [SIGNAL]",
      "send a signal (default SIGTERM) to the container's init",
      "  -a, --all                 signal every process in the container\n"
@@ -36,21 +45,26 @@ static const struct command commands[] = {
      "  -q, --quiet               print only the ids\n"},
     {"spec", cmd_spec, "spec [--bundle DIR]", "write a default config.json",
      "  -b, --bundle DIR          where to write config.json (default: .)\n"},
-    {"features", cmd_features, "features", "print the features coil supports (JSON)", ""},
+    {"features", cmd_features, "features",
+     "print the features coil supports (JSON)", ""},
     {"py", cmd_py,
      "py [--bundle DIR] [--entry NAME] [--request JSON|@FILE] [--timeout S] "
      "[--memory SIZE] FILE|-c CODE",
      "run Python code in the sandbox bundle (default: the bundled one)",
      "  -b, --bundle DIR          Python bundle (default: bundles/python)\n"
      "      --entry NAME          handler mode: call NAME(request)\n"
-     "      --request JSON|@FILE  the request (default: read from stdin in handler mode)\n"
-     "      --timeout S           wall-clock limit in seconds (default: the bundle's, 5)\n"
-     "      --memory SIZE         memory limit, e.g. 128m (default: the bundle's)\n"
+     "      --request JSON|@FILE  the request (default: read from stdin in "
+     "handler mode)\n"
+     "      --timeout S           wall-clock limit in seconds (default: the "
+     "bundle's, 5)\n"
+     "      --memory SIZE         memory limit, e.g. 128m (default: the "
+     "bundle's)\n"
      "  -c CODE                   run CODE instead of FILE ('-' reads stdin)\n"
      "Without --entry or --request the code runs as a script.\n"},
     {"check", cmd_check, "check FILE",
      "run only the gate on FILE ('-': stdin) and print every violation",
-     "Prints FILE:LINE:COL: message per violation; exit 0 clean, 126 rejected.\n"},
+     "Prints FILE:LINE:COL: message per violation; exit 0 clean, 126 "
+     "rejected.\n"},
 };
 
 const struct command *cmd_find(const char *name) {
@@ -109,7 +123,14 @@ int main(int argc, char **argv) {
   struct global_opts g = {.root = "/run/coil"};
   const char *log_format = "text";
   bool systemd_cgroup = false;
-  enum { OPT_ROOT = 256, OPT_LOG, OPT_LOG_FORMAT, OPT_DEBUG, OPT_SYSTEMD, OPT_IGNORED };
+  enum {
+    OPT_ROOT = 256,
+    OPT_LOG,
+    OPT_LOG_FORMAT,
+    OPT_DEBUG,
+    OPT_SYSTEMD,
+    OPT_IGNORED
+  };
   static const struct option opts[] = {
       {"root", required_argument, NULL, OPT_ROOT},
       {"log", required_argument, NULL, OPT_LOG},
@@ -152,8 +173,9 @@ int main(int argc, char **argv) {
       print_main_help();
       return EXIT_OK;
     default:
-      log_error("unknown or incomplete global option \"%s\" (see 'coil --help')",
-                argv[optind - 1]);
+      log_error(
+          "unknown or incomplete global option \"%s\" (see 'coil --help')",
+          argv[optind - 1]);
       return EXIT_ERR;
     }
   }

@@ -35,7 +35,8 @@ static const char *default_bundle(char *buf, size_t cap) {
 }
 
 static int read_file(const char *path, size_t cap, char **out, size_t *len) {
-  cleanup_close int fd = strcmp(path, "-") == 0 ? dup(0) : open(path, O_RDONLY | O_CLOEXEC);
+  cleanup_close int fd =
+      strcmp(path, "-") == 0 ? dup(0) : open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return -1;
   size_t size = 0, alloc = 4096;
@@ -83,13 +84,16 @@ static long long parse_size(const char *s) {
   switch (*end) {
   case '\0':
     return v;
-  case 'k': case 'K':
+  case 'k':
+  case 'K':
     v <<= 10;
     break;
-  case 'm': case 'M':
+  case 'm':
+  case 'M':
     v <<= 20;
     break;
-  case 'g': case 'G':
+  case 'g':
+  case 'G':
     v <<= 30;
     break;
   default:
@@ -154,20 +158,23 @@ int cmd_py(const struct global_opts *g, int argc, char **argv) {
     case OPT_TIMEOUT:
       ov.timeout = atoi(optarg);
       if (ov.timeout < 1 || ov.timeout > 3600) {
-        cmd_usage_error("py", "--timeout: expected 1..3600 seconds, got \"%s\"", optarg);
+        cmd_usage_error("py", "--timeout: expected 1..3600 seconds, got \"%s\"",
+                        optarg);
         return EXIT_COIL_FAILED;
       }
       break;
     case OPT_MEMORY:
       ov.memory = parse_size(optarg);
       if (ov.memory < (1 << 20)) {
-        cmd_usage_error("py", "--memory: expected a size of at least 1m, got \"%s\"",
+        cmd_usage_error("py",
+                        "--memory: expected a size of at least 1m, got \"%s\"",
                         optarg);
         return EXIT_COIL_FAILED;
       }
       break;
     default:
-      cmd_usage_error("py", "unknown or incomplete option \"%s\"", argv[optind - 1]);
+      cmd_usage_error("py", "unknown or incomplete option \"%s\"",
+                      argv[optind - 1]);
       return EXIT_COIL_FAILED;
     }
   }
@@ -201,11 +208,12 @@ int cmd_py(const struct global_opts *g, int argc, char **argv) {
   char id[64];
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  snprintf(id, sizeof id, "py-%d-%lx", (int)getpid(), (unsigned long)ts.tv_nsec);
-  struct coil_create_opts o = {.root = g->root,
-                               .id = id,
-                               .bundle = bundle ? bundle
-                                                : default_bundle(bundle_buf, sizeof bundle_buf),
-                               .py = &ov};
+  snprintf(id, sizeof id, "py-%d-%lx", (int)getpid(),
+           (unsigned long)ts.tv_nsec);
+  struct coil_create_opts o = {
+      .root = g->root,
+      .id = id,
+      .bundle = bundle ? bundle : default_bundle(bundle_buf, sizeof bundle_buf),
+      .py = &ov};
   return cmd_run_container(g, &o, false);
 }

@@ -80,8 +80,8 @@ int cmd_list(const struct global_opts *g, int argc, char **argv) {
   if (optind != argc)
     return cmd_usage_error("list", "takes no arguments");
   if (strcmp(format, "table") != 0 && strcmp(format, "json") != 0)
-    return cmd_usage_error("list", "--format: expected table or json, got \"%s\"",
-                           format);
+    return cmd_usage_error(
+        "list", "--format: expected table or json, got \"%s\"", format);
   struct coil_error err = {0};
   struct coil_container_info *l = NULL;
   size_t n = 0;
@@ -95,7 +95,8 @@ int cmd_list(const struct global_opts *g, int argc, char **argv) {
   } else if (strcmp(format, "json") == 0) {
     print_list_json(l, n);
   } else {
-    printf("%-20s %-8s %-10s %-40s %s\n", "ID", "PID", "STATUS", "BUNDLE", "CREATED");
+    printf("%-20s %-8s %-10s %-40s %s\n", "ID", "PID", "STATUS", "BUNDLE",
+           "CREATED");
     for (size_t i = 0; i < n; i++)
       printf("%-20s %-8d %-10s %-40s %s\n", l[i].id, l[i].pid, l[i].status,
              l[i].bundle, l[i].created ? l[i].created : "");
@@ -113,42 +114,60 @@ static const char default_spec[] =
     "    \"terminal\": false,\n"
     "    \"user\": {\"uid\": 0, \"gid\": 0},\n"
     "    \"args\": [\"sh\"],\n"
-    "    \"env\": [\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\", "
+    "    \"env\": "
+    "[\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\", "
     "\"TERM=xterm\"],\n"
     "    \"cwd\": \"/\",\n"
     "    \"capabilities\": {\n"
-    "      \"bounding\": [\"CAP_AUDIT_WRITE\", \"CAP_KILL\", \"CAP_NET_BIND_SERVICE\"],\n"
-    "      \"effective\": [\"CAP_AUDIT_WRITE\", \"CAP_KILL\", \"CAP_NET_BIND_SERVICE\"],\n"
-    "      \"permitted\": [\"CAP_AUDIT_WRITE\", \"CAP_KILL\", \"CAP_NET_BIND_SERVICE\"]\n"
+    "      \"bounding\": [\"CAP_AUDIT_WRITE\", \"CAP_KILL\", "
+    "\"CAP_NET_BIND_SERVICE\"],\n"
+    "      \"effective\": [\"CAP_AUDIT_WRITE\", \"CAP_KILL\", "
+    "\"CAP_NET_BIND_SERVICE\"],\n"
+    "      \"permitted\": [\"CAP_AUDIT_WRITE\", \"CAP_KILL\", "
+    "\"CAP_NET_BIND_SERVICE\"]\n"
     "    },\n"
-    "    \"rlimits\": [{\"type\": \"RLIMIT_NOFILE\", \"hard\": 1024, \"soft\": 1024}],\n"
+    "    \"rlimits\": [{\"type\": \"RLIMIT_NOFILE\", \"hard\": 1024, \"soft\": "
+    "1024}],\n"
     "    \"noNewPrivileges\": true\n"
     "  },\n"
     "  \"root\": {\"path\": \"rootfs\", \"readonly\": true},\n"
     "  \"hostname\": \"coil\",\n"
     "  \"mounts\": [\n"
-    "    {\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"},\n"
-    "    {\"destination\": \"/dev\", \"type\": \"tmpfs\", \"source\": \"tmpfs\",\n"
-    "     \"options\": [\"nosuid\", \"strictatime\", \"mode=755\", \"size=65536k\"]},\n"
-    "    {\"destination\": \"/dev/pts\", \"type\": \"devpts\", \"source\": \"devpts\",\n"
-    "     \"options\": [\"nosuid\", \"noexec\", \"newinstance\", \"ptmxmode=0666\", "
+    "    {\"destination\": \"/proc\", \"type\": \"proc\", \"source\": "
+    "\"proc\"},\n"
+    "    {\"destination\": \"/dev\", \"type\": \"tmpfs\", \"source\": "
+    "\"tmpfs\",\n"
+    "     \"options\": [\"nosuid\", \"strictatime\", \"mode=755\", "
+    "\"size=65536k\"]},\n"
+    "    {\"destination\": \"/dev/pts\", \"type\": \"devpts\", \"source\": "
+    "\"devpts\",\n"
+    "     \"options\": [\"nosuid\", \"noexec\", \"newinstance\", "
+    "\"ptmxmode=0666\", "
     "\"mode=0620\"]},\n"
-    "    {\"destination\": \"/dev/shm\", \"type\": \"tmpfs\", \"source\": \"shm\",\n"
+    "    {\"destination\": \"/dev/shm\", \"type\": \"tmpfs\", \"source\": "
+    "\"shm\",\n"
     "     \"options\": [\"nosuid\", \"noexec\", \"nodev\", \"mode=1777\", "
     "\"size=65536k\"]},\n"
-    "    {\"destination\": \"/dev/mqueue\", \"type\": \"mqueue\", \"source\": \"mqueue\",\n"
+    "    {\"destination\": \"/dev/mqueue\", \"type\": \"mqueue\", \"source\": "
+    "\"mqueue\",\n"
     "     \"options\": [\"nosuid\", \"noexec\", \"nodev\"]},\n"
-    "    {\"destination\": \"/tmp\", \"type\": \"tmpfs\", \"source\": \"tmpfs\",\n"
-    "     \"options\": [\"nosuid\", \"nodev\", \"mode=1777\", \"size=65536k\"]}\n"
+    "    {\"destination\": \"/tmp\", \"type\": \"tmpfs\", \"source\": "
+    "\"tmpfs\",\n"
+    "     \"options\": [\"nosuid\", \"nodev\", \"mode=1777\", "
+    "\"size=65536k\"]}\n"
     "  ],\n"
     "  \"linux\": {\n"
-    "    \"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"network\"}, {\"type\": \"ipc\"},\n"
-    "                   {\"type\": \"uts\"}, {\"type\": \"mount\"}, {\"type\": \"cgroup\"}],\n"
+    "    \"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"network\"}, "
+    "{\"type\": \"ipc\"},\n"
+    "                   {\"type\": \"uts\"}, {\"type\": \"mount\"}, {\"type\": "
+    "\"cgroup\"}],\n"
     "    \"maskedPaths\": [\"/proc/acpi\", \"/proc/asound\", \"/proc/kcore\", "
     "\"/proc/keys\",\n"
-    "      \"/proc/latency_stats\", \"/proc/timer_list\", \"/proc/timer_stats\",\n"
+    "      \"/proc/latency_stats\", \"/proc/timer_list\", "
+    "\"/proc/timer_stats\",\n"
     "      \"/proc/sched_debug\", \"/sys/firmware\", \"/proc/scsi\"],\n"
-    "    \"readonlyPaths\": [\"/proc/bus\", \"/proc/fs\", \"/proc/irq\", \"/proc/sys\",\n"
+    "    \"readonlyPaths\": [\"/proc/bus\", \"/proc/fs\", \"/proc/irq\", "
+    "\"/proc/sys\",\n"
     "      \"/proc/sysrq-trigger\"]\n"
     "  }\n"
     "}\n";
@@ -176,7 +195,8 @@ int cmd_spec(const struct global_opts *g, int argc, char **argv) {
   cleanup_free char *path = NULL;
   if (asprintf(&path, "%s/config.json", bundle) < 0)
     return EXIT_ERR;
-  cleanup_close int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  cleanup_close int fd =
+      open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
     if (errno == EEXIST)
       log_error("spec: %s exists; remove it first", path);
@@ -198,38 +218,47 @@ int cmd_features(const struct global_opts *g, int argc, char **argv) {
   (void)argv;
   if (argc != 1)
     return cmd_usage_error("features", "takes no arguments");
-  fputs("{\n"
-        "  \"ociVersionMin\": \"1.0.0\",\n"
-        "  \"ociVersionMax\": \"" COIL_OCI_VERSION "\",\n"
-        "  \"hooks\": [\"prestart\", \"createRuntime\", \"createContainer\", "
-        "\"startContainer\", \"poststart\", \"poststop\"],\n"
-        "  \"mountOptions\": [\"async\", \"atime\", \"bind\", \"defaults\", \"dev\", "
-        "\"diratime\", \"dirsync\", \"exec\", \"lazytime\", \"mand\", \"noatime\", "
-        "\"nodev\", \"nodiratime\", \"noexec\", \"nolazytime\", \"nomand\", "
-        "\"norelatime\", \"nostrictatime\", \"nosuid\", \"private\", \"rbind\", "
-        "\"relatime\", \"remount\", \"ro\", \"rprivate\", \"rshared\", \"rslave\", "
-        "\"runbindable\", \"rw\", \"shared\", \"slave\", \"strictatime\", \"suid\", "
-        "\"sync\", \"unbindable\"],\n"
-        "  \"linux\": {\n"
-        "    \"namespaces\": [\"cgroup\", \"ipc\", \"mount\", \"network\", \"pid\", "
-        "\"user\", \"uts\"],\n"
-        "    \"cgroup\": {\"v1\": true, \"v2\": true, \"systemd\": false, "
-        "\"systemdUser\": false},\n"
-        "    \"seccomp\": {\n"
-        "      \"enabled\": true,\n"
-        "      \"actions\": [\"SCMP_ACT_ALLOW\", \"SCMP_ACT_ERRNO\", \"SCMP_ACT_KILL\", "
-        "\"SCMP_ACT_KILL_PROCESS\", \"SCMP_ACT_KILL_THREAD\", \"SCMP_ACT_LOG\", "
-        "\"SCMP_ACT_TRACE\", \"SCMP_ACT_TRAP\"],\n"
-        "      \"operators\": [\"SCMP_CMP_EQ\", \"SCMP_CMP_GE\", \"SCMP_CMP_GT\", "
-        "\"SCMP_CMP_LE\", \"SCMP_CMP_LT\", \"SCMP_CMP_MASKED_EQ\", \"SCMP_CMP_NE\"],\n"
-        "      \"supportedFlags\": [\"SECCOMP_FILTER_FLAG_TSYNC\", "
-        "\"SECCOMP_FILTER_FLAG_LOG\", \"SECCOMP_FILTER_FLAG_SPEC_ALLOW\"]\n"
-        "    },\n"
-        "    \"apparmor\": {\"enabled\": false},\n"
-        "    \"selinux\": {\"enabled\": false}\n"
-        "  },\n"
-        "  \"annotations\": {\"org.coil.sandbox\": \"python\"}\n"
-        "}\n",
-        stdout);
+  fputs(
+      "{\n"
+      "  \"ociVersionMin\": \"1.0.0\",\n"
+      "  \"ociVersionMax\": \"" COIL_OCI_VERSION "\",\n"
+      "  \"hooks\": [\"prestart\", \"createRuntime\", \"createContainer\", "
+      "\"startContainer\", \"poststart\", \"poststop\"],\n"
+      "  \"mountOptions\": [\"async\", \"atime\", \"bind\", \"defaults\", "
+      "\"dev\", "
+      "\"diratime\", \"dirsync\", \"exec\", \"lazytime\", \"mand\", "
+      "\"noatime\", "
+      "\"nodev\", \"nodiratime\", \"noexec\", \"nolazytime\", \"nomand\", "
+      "\"norelatime\", \"nostrictatime\", \"nosuid\", \"private\", \"rbind\", "
+      "\"relatime\", \"remount\", \"ro\", \"rprivate\", \"rshared\", "
+      "\"rslave\", "
+      "\"runbindable\", \"rw\", \"shared\", \"slave\", \"strictatime\", "
+      "\"suid\", "
+      "\"sync\", \"unbindable\"],\n"
+      "  \"linux\": {\n"
+      "    \"namespaces\": [\"cgroup\", \"ipc\", \"mount\", \"network\", "
+      "\"pid\", "
+      "\"user\", \"uts\"],\n"
+      "    \"cgroup\": {\"v1\": true, \"v2\": true, \"systemd\": false, "
+      "\"systemdUser\": false},\n"
+      "    \"seccomp\": {\n"
+      "      \"enabled\": true,\n"
+      "      \"actions\": [\"SCMP_ACT_ALLOW\", \"SCMP_ACT_ERRNO\", "
+      "\"SCMP_ACT_KILL\", "
+      "\"SCMP_ACT_KILL_PROCESS\", \"SCMP_ACT_KILL_THREAD\", \"SCMP_ACT_LOG\", "
+      "\"SCMP_ACT_TRACE\", \"SCMP_ACT_TRAP\"],\n"
+      "      \"operators\": [\"SCMP_CMP_EQ\", \"SCMP_CMP_GE\", "
+      "\"SCMP_CMP_GT\", "
+      "\"SCMP_CMP_LE\", \"SCMP_CMP_LT\", \"SCMP_CMP_MASKED_EQ\", "
+      "\"SCMP_CMP_NE\"],\n"
+      "      \"supportedFlags\": [\"SECCOMP_FILTER_FLAG_TSYNC\", "
+      "\"SECCOMP_FILTER_FLAG_LOG\", \"SECCOMP_FILTER_FLAG_SPEC_ALLOW\"]\n"
+      "    },\n"
+      "    \"apparmor\": {\"enabled\": false},\n"
+      "    \"selinux\": {\"enabled\": false}\n"
+      "  },\n"
+      "  \"annotations\": {\"org.coil.sandbox\": \"python\"}\n"
+      "}\n",
+      stdout);
   return EXIT_OK;
 }

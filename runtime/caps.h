@@ -10,7 +10,7 @@
 #include "error.h"
 
 struct coil_caps {
-  bool configured;                  /* process.capabilities present */
+  bool configured;                   /* process.capabilities present */
   uint64_t sets[COIL_CAP_SET_COUNT]; /* bit n = capability number n */
 };
 

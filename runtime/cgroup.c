@@ -39,7 +39,7 @@
 #define DESTROY_POLL_NS 10000000L
 
 const char *const cg_ctrl_names[CG_NCTRL] = {
-    [CG_MEMORY] = "memory", [CG_PIDS] = "pids",     [CG_CPU] = "cpu",
+    [CG_MEMORY] = "memory",   [CG_PIDS] = "pids",     [CG_CPU] = "cpu",
     [CG_CPUACCT] = "cpuacct", [CG_CPUSET] = "cpuset", [CG_HUGETLB] = "hugetlb",
 };
 
@@ -184,13 +184,11 @@ static int apply_limits(const struct cg_dir *d, const char *root,
   if ((d->ctrls & CG_BIT(CG_CPU)) && d->drv->cpu(d, res, err) < 0)
     return -1;
   if (d->ctrls & CG_BIT(CG_CPUSET)) {
-    if (res->cpu_cpus &&
-        cg_set(d, "linux.resources.cpu.cpus", "cpuset.cpus", res->cpu_cpus,
-               err) < 0)
+    if (res->cpu_cpus && cg_set(d, "linux.resources.cpu.cpus", "cpuset.cpus",
+                                res->cpu_cpus, err) < 0)
       return -1;
-    if (res->cpu_mems &&
-        cg_set(d, "linux.resources.cpu.mems", "cpuset.mems", res->cpu_mems,
-               err) < 0)
+    if (res->cpu_mems && cg_set(d, "linux.resources.cpu.mems", "cpuset.mems",
+                                res->cpu_mems, err) < 0)
       return -1;
   }
   for (size_t i = 0;
@@ -248,8 +246,9 @@ static int check_hugepages(const struct coil_resources *res,
   for (size_t i = 0; res && i < res->n_hugepage_limits; i++) {
     const char *s = res->hugepage_limits[i].page_size;
     size_t digits = s ? strspn(s, "0123456789") : 0;
-    if (digits == 0 || digits > 10 || (strcmp(s + digits, "KB") && strcmp(s + digits, "MB") &&
-                        strcmp(s + digits, "GB")))
+    if (digits == 0 || digits > 10 ||
+        (strcmp(s + digits, "KB") && strcmp(s + digits, "MB") &&
+         strcmp(s + digits, "GB")))
       return coil_error_set(err, EINVAL,
                             "linux.resources.hugepageLimits[%zu].pageSize "
                             "\"%s\": expected a size like \"2MB\" or \"1GB\"",
@@ -308,8 +307,12 @@ static int add_hier(struct cg_host *host, const struct cg_driver *drv,
   if (stat(root, &st) < 0)
     return coil_error_sys(err, errno, "stat %s", root);
   struct cg_hier *h = &host->h[host->n];
-  *h = (struct cg_hier){.drv = drv, .ctrls = ctrls, .kernel = on_cgroupfs(root),
-                        .dev = st.st_dev, .ino = st.st_ino, .root = strdup(root)};
+  *h = (struct cg_hier){.drv = drv,
+                        .ctrls = ctrls,
+                        .kernel = on_cgroupfs(root),
+                        .dev = st.st_dev,
+                        .ino = st.st_ino,
+                        .root = strdup(root)};
   if (!h->root)
     return no_memory(err);
   host->n++;
@@ -380,7 +383,8 @@ static int own_cgroup(const char *proc_path, const char *proc_text,
   for (const char *line = proc_text; *line;) {
     size_t len = strcspn(line, "\n");
     const char *c1 = memchr(line, ':', len);
-    const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - line)) : NULL;
+    const char *c2 =
+        c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - line)) : NULL;
     if (c2) {
       cleanup_free char *ctrls = strndup(c1 + 1, (size_t)(c2 - c1 - 1));
       if (!ctrls)
@@ -521,8 +525,8 @@ static int remove_tree(const char *path, void *removal,
 
 /* Removes up to `levels` ancestors of path that are left empty, nearest
  * first; one still in use (other containers' cgroups) ends the walk. */
-static int remove_empty_ancestors(const char *path, unsigned levels, bool kernel,
-                                  struct coil_error *err) {
+static int remove_empty_ancestors(const char *path, unsigned levels,
+                                  bool kernel, struct coil_error *err) {
   cleanup_free char *p = strdup(path);
   if (!p)
     return no_memory(err);
@@ -615,8 +619,9 @@ int cgroup_create(const struct coil_cgroup_env *env, const char *cgroups_path,
                   const char *id, const struct coil_resources *res,
                   struct coil_cgroup **out, struct coil_error *err) {
   const char *fs_root = env && env->fs_root ? env->fs_root : DEFAULT_FS_ROOT;
-  const char *proc_path = env && env->proc_self_cgroup ? env->proc_self_cgroup
-                                                       : DEFAULT_PROC_SELF_CGROUP;
+  const char *proc_path = env && env->proc_self_cgroup
+                              ? env->proc_self_cgroup
+                              : DEFAULT_PROC_SELF_CGROUP;
   *out = NULL;
   const char *path = cgroups_path ? cgroups_path : id;
   if (!path)
@@ -634,10 +639,11 @@ int cgroup_create(const struct coil_cgroup_env *env, const char *cgroups_path,
   if (detect(fs_root, CG_BASE | (needed & CG_BIT(CG_HUGETLB)), &host, err) < 0)
     return -1;
   if (host.n == 0)
-    return coil_error_set(err, ENOENT,
-                          "no cgroup hierarchy under %s (no cgroup.controllers, "
-                          "no controller directories)",
-                          fs_root);
+    return coil_error_set(
+        err, ENOENT,
+        "no cgroup hierarchy under %s (no cgroup.controllers, "
+        "no controller directories)",
+        fs_root);
   unsigned have = 0;
   for (size_t i = 0; i < host.n; i++)
     have |= host.h[i].ctrls;
@@ -707,8 +713,8 @@ int cgroup_enter(const struct coil_cgroup *cg, pid_t pid,
   return 0;
 }
 
-int cgroup_join_prepare(const struct coil_cgroup *cg, struct coil_cgroup_join *j,
-                        struct coil_error *err) {
+int cgroup_join_prepare(const struct coil_cgroup *cg,
+                        struct coil_cgroup_join *j, struct coil_error *err) {
   *j = (struct coil_cgroup_join){.v2_fd = -1};
   for (size_t i = 0; i < cg->n; i++) {
     const struct cg_dir *d = &cg->dirs[i];
@@ -918,8 +924,10 @@ static int parse_entry(char *entry, struct cg_dir *d, struct coil_error *err) {
   for (int i = 1; i < 4; i++) {
     f[i] = strchr(f[i - 1], ':');
     if (!f[i])
-      return coil_error_set(err, EINVAL, "cgroup state \"%s\": expected "
-                            "driver:controllers:levels:path", entry);
+      return coil_error_set(err, EINVAL,
+                            "cgroup state \"%s\": expected "
+                            "driver:controllers:levels:path",
+                            entry);
     *f[i]++ = '\0';
   }
   if (!strcmp(f[0], "v1"))
@@ -998,8 +1006,10 @@ int cgroup_deserialize(const char *text, struct coil_cgroup **out,
   char *tok = strtok_r(copy, " ", &save);
   if (!tok || strcmp(tok, SERIAL_TAG)) {
     free(cg);
-    return coil_error_set(err, EINVAL, "cgroup state: does not start with "
-                          "\"%s\"", SERIAL_TAG);
+    return coil_error_set(err, EINVAL,
+                          "cgroup state: does not start with "
+                          "\"%s\"",
+                          SERIAL_TAG);
   }
   while ((tok = strtok_r(NULL, " ", &save))) {
     if (cg->n == CG_MAX_DIRS) {

@@ -30,7 +30,8 @@ int cgroup_create(const struct coil_cgroup_env *env, const char *cgroups_path,
                   struct coil_cgroup **out, struct coil_error *err);
 
 /* Moves pid into the container's cgroup in every hierarchy. */
-int cgroup_enter(const struct coil_cgroup *cg, pid_t pid, struct coil_error *err);
+int cgroup_enter(const struct coil_cgroup *cg, pid_t pid,
+                 struct coil_error *err);
 
 /* Joining without the migration wait. Moving a whole process takes the
  * kernel's global threadgroup lock, whose RCU grace period costs ~10 ms per
@@ -42,8 +43,8 @@ struct coil_cgroup_join {
   int tasks_fd[8];
   size_t n_tasks;
 };
-int cgroup_join_prepare(const struct coil_cgroup *cg, struct coil_cgroup_join *j,
-                        struct coil_error *err);
+int cgroup_join_prepare(const struct coil_cgroup *cg,
+                        struct coil_cgroup_join *j, struct coil_error *err);
 /* In init, before anything else: moves the calling (single-threaded)
  * process into the v1 cgroups and closes the fds. */
 int cgroup_join_self(struct coil_cgroup_join *j, struct coil_error *err);

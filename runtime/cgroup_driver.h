@@ -8,7 +8,15 @@
 
 #include "cgroup.h"
 
-enum cg_ctrl { CG_MEMORY, CG_PIDS, CG_CPU, CG_CPUACCT, CG_CPUSET, CG_HUGETLB, CG_NCTRL };
+enum cg_ctrl {
+  CG_MEMORY,
+  CG_PIDS,
+  CG_CPU,
+  CG_CPUACCT,
+  CG_CPUSET,
+  CG_HUGETLB,
+  CG_NCTRL
+};
 #define CG_BIT(c) (1u << (c))
 
 /* "memory", "pids", ...: the kernel's names, indexed by enum cg_ctrl. */

@@ -93,7 +93,8 @@ static int v1_cpu(const struct cg_dir *d, const struct coil_resources *res,
   /* The kernel checks the quota against the period in force: period first. */
   if (res->has_cpu_period) {
     snprintf(v, sizeof v, "%" PRIu64, res->cpu_period);
-    if (cg_set(d, "linux.resources.cpu.period", "cpu.cfs_period_us", v, err) < 0)
+    if (cg_set(d, "linux.resources.cpu.period", "cpu.cfs_period_us", v, err) <
+        0)
       return -1;
   }
   if (res->has_cpu_quota) {

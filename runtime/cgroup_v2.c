@@ -49,8 +49,8 @@ static int v2_init_level(struct cg_dir *d, const char *parent,
                 "the launcher's cgroup)"
               : "");
     }
-    log_debug("cgroup: no %s controller below %s: %s", cg_ctrl_names[c],
-              parent, err->msg);
+    log_debug("cgroup: no %s controller below %s: %s", cg_ctrl_names[c], parent,
+              err->msg);
     d->ctrls &= ~CG_BIT(c);
   }
   return 0;
@@ -127,7 +127,8 @@ static int v2_cpu(const struct cg_dir *d, const struct coil_resources *res,
       return -1;
   }
   if (res->has_cpu_quota || res->has_cpu_period) {
-    uint64_t period = res->has_cpu_period ? res->cpu_period : CPU_PERIOD_DEFAULT;
+    uint64_t period =
+        res->has_cpu_period ? res->cpu_period : CPU_PERIOD_DEFAULT;
     if (res->has_cpu_quota && res->cpu_quota > 0)
       snprintf(v, sizeof v, "%" PRId64 " %" PRIu64, res->cpu_quota, period);
     else

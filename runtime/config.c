@@ -509,7 +509,7 @@ int config_parse(const char *buf, size_t len, struct coil_config **out,
 
 /* Reads at most CONFIG_MAX_SIZE bytes; the file may change while read. */
 int config_read_file(const char *path, char **out, size_t *len,
-                            struct coil_error *err) {
+                     struct coil_error *err) {
   cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return coil_error_sys(err, errno, "open %s", path);

@@ -188,9 +188,9 @@ struct coil_sandbox {
   char *python_code;  /* sandbox.python.code */
   char *python_entry; /* sandbox.python.entry or NULL */
   bool has_timeout, has_max_request, has_max_output;
-  int timeout;     /* sandbox.python.timeout: wall clock, seconds */
-  int max_request; /* sandbox.python.maxRequest: bytes */
-  int max_output;  /* sandbox.python.maxOutput: bytes */
+  int timeout;              /* sandbox.python.timeout: wall clock, seconds */
+  int max_request;          /* sandbox.python.maxRequest: bytes */
+  int max_output;           /* sandbox.python.maxOutput: bytes */
   struct coil_strv disable; /* layer names, validated by config.c */
 };
 

@@ -25,11 +25,11 @@
 #include "hooks.h"
 #include "id.h"
 #include "init.h"
+#include "layers.h"
 #include "log.h"
 #include "mountopts.h"
 #include "namespaces.h"
 #include "oci_state.h"
-#include "layers.h"
 #include "python_setup.h"
 #include "rlimits.h"
 #include "seccomp_profile.h"
@@ -82,7 +82,8 @@ static int validate_config(const struct coil_config *cfg,
                            const struct coil_create_opts *o, bool pivot,
                            struct coil_error *err) {
   if (!cfg->has_process)
-    return coil_error_set(err, EINVAL, "process: required to create a container");
+    return coil_error_set(err, EINVAL,
+                          "process: required to create a container");
   if (cfg->process.args.n == 0)
     return coil_error_set(err, EINVAL, "process.args: must not be empty");
   if (pivot && !namespaces_wants_new(&cfg->lnx, CLONE_NEWNS))
@@ -93,9 +94,10 @@ static int validate_config(const struct coil_config *cfg,
                           "process.terminal: true needs --console-socket "
                           "(coil does not proxy a terminal)");
   if (!cfg->process.terminal && o->console_socket)
-    return coil_error_set(err, EINVAL,
-                          "--console-socket: given but process.terminal is false");
-  if (namespaces_validate(&cfg->lnx, err) < 0 || sysctl_validate(&cfg->lnx, err) < 0)
+    return coil_error_set(
+        err, EINVAL, "--console-socket: given but process.terminal is false");
+  if (namespaces_validate(&cfg->lnx, err) < 0 ||
+      sysctl_validate(&cfg->lnx, err) < 0)
     return -1;
   for (size_t i = 0; i < cfg->n_mounts; i++) {
     char field[32];
@@ -108,7 +110,8 @@ static int validate_config(const struct coil_config *cfg,
   if (cfg->lnx.rootfs_propagation) {
     unsigned long flags;
     if (mountopts_propagation(cfg->lnx.rootfs_propagation, &flags) < 0)
-      return coil_error_set(err, EINVAL, "linux.rootfsPropagation: unknown \"%s\"",
+      return coil_error_set(err, EINVAL,
+                            "linux.rootfsPropagation: unknown \"%s\"",
                             cfg->lnx.rootfs_propagation);
   }
   warn_lsm(cfg);
@@ -130,7 +133,8 @@ static int resolve_rootfs(const struct coil_config *cfg, const char *bundle,
   struct stat sb;
   if (stat(real, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
     free(real);
-    return coil_error_set(err, ENOTDIR, "root.path: %s is not a directory", joined);
+    return coil_error_set(err, ENOTDIR, "root.path: %s is not a directory",
+                          joined);
   }
   *out = real;
   return 0;
@@ -140,7 +144,8 @@ static int write_pid_file(const char *path, pid_t pid, struct coil_error *err) {
   cleanup_free char *tmp = NULL;
   if (asprintf(&tmp, "%s.coil-tmp", path) < 0)
     return coil_error_sys(err, ENOMEM, "--pid-file");
-  cleanup_close int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  cleanup_close int fd =
+      open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return coil_error_sys(err, errno, "--pid-file: create %s", tmp);
   char buf[32];
@@ -157,7 +162,8 @@ static int write_pid_file(const char *path, pid_t pid, struct coil_error *err) {
  * never overflows sun_path. */
 static int start_socket_listen(int dirfd, struct coil_error *err) {
   struct sockaddr_un addr = {.sun_family = AF_UNIX};
-  snprintf(addr.sun_path, sizeof addr.sun_path, "/proc/self/fd/%d/start.sock", dirfd);
+  snprintf(addr.sun_path, sizeof addr.sun_path, "/proc/self/fd/%d/start.sock",
+           dirfd);
   cleanup_close int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0)
     return coil_error_sys(err, errno, "start socket");
@@ -174,10 +180,11 @@ static int write_oom_score_adj(pid_t pid, int value, struct coil_error *err) {
   int n = snprintf(buf, sizeof buf, "%d", value);
   cleanup_close int fd = open(path, O_WRONLY | O_CLOEXEC);
   if (fd < 0 || write(fd, buf, (size_t)n) != n)
-    return coil_error_sys(err, errno,
-                          "process.oomScoreAdj: write %d to %s (lowering it needs "
-                          "CAP_SYS_RESOURCE)",
-                          value, path);
+    return coil_error_sys(
+        err, errno,
+        "process.oomScoreAdj: write %d to %s (lowering it needs "
+        "CAP_SYS_RESOURCE)",
+        value, path);
   return 0;
 }
 
@@ -203,8 +210,8 @@ struct create_ctx {
 /* struct clone_args of clone3(2), from the kernel's uapi (glibc 2.36 has no
  * wrapper), and the flag that places the child into a v2 cgroup at birth. */
 struct coil_clone_args {
-  uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls,
-      set_tid, set_tid_size, cgroup;
+  uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size,
+      tls, set_tid, set_tid_size, cgroup;
 };
 #define COIL_CLONE_INTO_CGROUP 0x200000000ULL
 
@@ -212,7 +219,8 @@ struct coil_clone_args {
  * born in that cgroup (no migration), else *in_cgroup stays false. */
 static pid_t clone_into_cgroup(int flags, int cgroup_fd, bool *in_cgroup) {
   if (cgroup_fd >= 0) {
-    struct coil_clone_args a = {.flags = (uint64_t)flags | COIL_CLONE_INTO_CGROUP,
+    struct coil_clone_args a = {.flags =
+                                    (uint64_t)flags | COIL_CLONE_INTO_CGROUP,
                                 .exit_signal = SIGCHLD,
                                 .cgroup = (uint64_t)cgroup_fd};
     pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof a);
@@ -235,7 +243,8 @@ static pid_t clone_in_user_namespace(const char *path, int flags,
                                      struct coil_error *err) {
   cleanup_close int userfd = open(path, O_RDONLY | O_CLOEXEC);
   if (userfd < 0)
-    return coil_error_sys(err, errno, "linux.namespaces: open user namespace %s", path);
+    return coil_error_sys(err, errno,
+                          "linux.namespaces: open user namespace %s", path);
   int p[2];
   if (pipe2(p, O_CLOEXEC) < 0)
     return coil_error_sys(err, errno, "pipe");
@@ -253,7 +262,8 @@ static pid_t clone_in_user_namespace(const char *path, int flags,
     if (setns(userfd, CLONE_NEWUSER) < 0) {
       result = -errno;
     } else {
-      pid_t c = (pid_t)syscall(SYS_clone, (unsigned long)flags | SIGCHLD, 0, 0, 0, 0);
+      pid_t c =
+          (pid_t)syscall(SYS_clone, (unsigned long)flags | SIGCHLD, 0, 0, 0, 0);
       if (c == 0) {
         close(p[1]);
         return 0;
@@ -270,7 +280,8 @@ static pid_t clone_in_user_namespace(const char *path, int flags,
   waitpid(mid, NULL, 0);
   if (r != sizeof result || result < 0)
     return coil_error_sys(err, result < 0 ? -result : EPIPE,
-                          "linux.namespaces: join user namespace %s and clone", path);
+                          "linux.namespaces: join user namespace %s and clone",
+                          path);
   return result;
 }
 
@@ -281,7 +292,8 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
                       struct coil_error *err) {
   const struct coil_config *cfg = x->cfg;
   cleanup_close int console = -1;
-  if (x->o->console_socket && terminal_connect(x->o->console_socket, &console, err) < 0)
+  if (x->o->console_socket &&
+      terminal_connect(x->o->console_socket, &console, err) < 0)
     return -1;
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
@@ -356,8 +368,10 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
   if (sync_send(parent_end, SYNC_GO, payload, err) < 0 ||
       sync_expect(parent_end, SYNC_HOOKS, NULL, 0, err) < 0)
     return -1;
-  if (cfg->hooks[COIL_HOOK_PRESTART].n || cfg->hooks[COIL_HOOK_CREATE_RUNTIME].n) {
-    cleanup_free char *st = hook_state(x->o->id, "creating", pid, x->bundle, cfg);
+  if (cfg->hooks[COIL_HOOK_PRESTART].n ||
+      cfg->hooks[COIL_HOOK_CREATE_RUNTIME].n) {
+    cleanup_free char *st =
+        hook_state(x->o->id, "creating", pid, x->bundle, cfg);
     if (hooks_run(cfg, COIL_HOOK_PRESTART, st ? st : "{}", err) < 0 ||
         hooks_run(cfg, COIL_HOOK_CREATE_RUNTIME, st ? st : "{}", err) < 0)
       return -1;
@@ -377,7 +391,8 @@ static void fill_python_info(struct coil_python_info *info,
   info->python = true;
   info->handler = py->ctx.entry != NULL;
   info->timeout = py->ctx.timeout;
-  for (size_t i = 0; i < rl->n && layer_on(py->ctx.disabled, LAYER_RLIMITS); i++)
+  for (size_t i = 0; i < rl->n && layer_on(py->ctx.disabled, LAYER_RLIMITS);
+       i++)
     if (rl->resource[i] == RLIMIT_CPU)
       info->cpu_limit = (int)rl->lim[i].rlim_cur;
 }
@@ -406,7 +421,8 @@ int container_create(const struct coil_create_opts *o, pid_t *pid_out,
     return -1;
   cleanup_free char *bundle = realpath(o->bundle ? o->bundle : ".", NULL);
   if (!bundle)
-    return coil_error_sys(err, errno, "--bundle %s", o->bundle ? o->bundle : ".");
+    return coil_error_sys(err, errno, "--bundle %s",
+                          o->bundle ? o->bundle : ".");
   cleanup_free char *config_path = NULL;
   if (asprintf(&config_path, "%s/config.json", bundle) < 0)
     return coil_error_sys(err, ENOMEM, "config path");
@@ -423,7 +439,8 @@ int container_create(const struct coil_create_opts *o, pid_t *pid_out,
   struct python_setup py;
   bool python = cfg->sandbox.has_python;
   if (!python && o->py)
-    return coil_error_set(err, EINVAL, "sandbox.python: the bundle is not a Python "
+    return coil_error_set(err, EINVAL,
+                          "sandbox.python: the bundle is not a Python "
                           "sandbox bundle");
   if (python && python_setup(cfg, bundle, rootfs, o->py, &py, err) < 0)
     return -1;
@@ -447,7 +464,8 @@ static int container_create_parsed(const struct coil_create_opts *o,
              "filter applies");
   struct coil_caps caps;
   struct coil_rlimits rl;
-  __attribute__((cleanup(seccomp_freep))) struct coil_seccomp_profile *sp = NULL;
+  __attribute__((cleanup(seccomp_freep))) struct coil_seccomp_profile *sp =
+      NULL;
   if (caps_parse(&cfg->process, &caps, err) < 0 ||
       rlimits_parse(&cfg->process, &rl, err) < 0 || rlimits_check(&rl, err) < 0)
     return -1;
@@ -472,7 +490,8 @@ static int container_create_parsed(const struct coil_create_opts *o,
   bool cgroups = !py || layer_on(py->ctx.disabled, LAYER_CGROUP);
   if (r == 0 && cgroups)
     r = cgroup_create(NULL, cfg->lnx.cgroups_path, cgroup_name,
-                      cfg->lnx.has_resources ? &cfg->lnx.resources : NULL, &x.cg, err);
+                      cfg->lnx.has_resources ? &cfg->lnx.resources : NULL,
+                      &x.cg, err);
   if (r == 0 && py && o->info && pipe2(x.relay, O_CLOEXEC) < 0)
     r = coil_error_sys(err, errno, "pipe");
   if (r == 0)
@@ -522,7 +541,8 @@ static int load_state_config(const char *root, const char *id,
 /* Connects to init's start socket; returns the fd or -1. */
 static int start_socket_connect(int dirfd, struct coil_error *err) {
   struct sockaddr_un addr = {.sun_family = AF_UNIX};
-  snprintf(addr.sun_path, sizeof addr.sun_path, "/proc/self/fd/%d/start.sock", dirfd);
+  snprintf(addr.sun_path, sizeof addr.sun_path, "/proc/self/fd/%d/start.sock",
+           dirfd);
   cleanup_close int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0)
     return coil_error_sys(err, errno, "start socket");
@@ -551,8 +571,10 @@ int container_start(const char *root, const char *id, struct coil_error *err) {
     return -1;
   enum coil_status s = state_status(st);
   if (s != COIL_STATUS_CREATED)
-    return coil_error_set(err, EINVAL, "container \"%s\" is %s: only a created "
-                          "container can be started", id, state_status_name(s));
+    return coil_error_set(err, EINVAL,
+                          "container \"%s\" is %s: only a created "
+                          "container can be started",
+                          id, state_status_name(s));
   cleanup_config struct coil_config *cfg = NULL;
   if (load_state_config(root, id, &cfg, err) < 0)
     return -1;
@@ -587,16 +609,19 @@ int container_start(const char *root, const char *id, struct coil_error *err) {
 }
 
 /* Signals pid only if it is still the process recorded at create. */
-static int signal_init(const struct coil_state *st, int sig, struct coil_error *err) {
+static int signal_init(const struct coil_state *st, int sig,
+                       struct coil_error *err) {
   cleanup_close int pidfd = (int)syscall(SYS_pidfd_open, st->pid, 0);
   if (pidfd < 0 || state_pid_start_time(st->pid) != st->pid_start)
-    return coil_error_set(err, ESRCH, "container \"%s\" is not running", st->id);
+    return coil_error_set(err, ESRCH, "container \"%s\" is not running",
+                          st->id);
   if (syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0)
     return coil_error_sys(err, errno, "kill container \"%s\"", st->id);
   return 0;
 }
 
-static int signal_all(const struct coil_cgroup *cg, int sig, struct coil_error *err) {
+static int signal_all(const struct coil_cgroup *cg, int sig,
+                      struct coil_error *err) {
   cleanup_free pid_t *pids = NULL;
   size_t n = 0;
   if (cgroup_pids(cg, &pids, &n, err) < 0)
@@ -662,7 +687,8 @@ int container_delete(const char *root, const char *id, bool force,
   if (load_state_config(root, id, &cfg, &cerr) < 0)
     log_warn("delete: %s", cerr.msg);
   enum coil_status s = state_status(st);
-  log_debug("delete %s: status %s%s", id, state_status_name(s), force ? ", forced" : "");
+  log_debug("delete %s: status %s%s", id, state_status_name(s),
+            force ? ", forced" : "");
   if (s == COIL_STATUS_RUNNING && !force)
     return coil_error_set(err, EBUSY,
                           "container \"%s\" is running: stop it first or use "
@@ -672,7 +698,8 @@ int container_delete(const char *root, const char *id, bool force,
     struct coil_error ignored;
     signal_init(st, SIGKILL, &ignored);
     if (!wait_gone(st, 10000))
-      return coil_error_set(err, EBUSY, "container \"%s\": init did not exit", id);
+      return coil_error_set(err, EBUSY, "container \"%s\": init did not exit",
+                            id);
   }
   if (st->cgroup) {
     cleanup_cgroup struct coil_cgroup *cg = NULL;
@@ -691,7 +718,8 @@ int container_delete(const char *root, const char *id, bool force,
   return state_dir_remove(root, id, err);
 }
 
-void container_limits(const char *root, const char *id, struct coil_limit_report *r) {
+void container_limits(const char *root, const char *id,
+                      struct coil_limit_report *r) {
   *r = (struct coil_limit_report){0};
   cleanup_state struct coil_state *st = NULL;
   struct coil_error ignored;
@@ -733,8 +761,8 @@ int container_state_json(const char *root, const char *id, bool pretty,
   return 0;
 }
 
-int container_list(const char *root, struct coil_container_info **out, size_t *n,
-                   struct coil_error *err) {
+int container_list(const char *root, struct coil_container_info **out,
+                   size_t *n, struct coil_error *err) {
   char **ids = NULL;
   size_t nids = 0;
   *out = NULL;

@@ -34,11 +34,11 @@ struct coil_create_opts {
 };
 
 struct coil_python_info {
-  bool python;    /* the bundle runs in Python mode */
-  bool handler;   /* handler mode (an envelope is due), not script mode */
-  int relay_fd;   /* read end of the container's fd 1, or -1 */
-  int timeout;    /* wall clock, seconds */
-  int cpu_limit;  /* RLIMIT_CPU soft limit in seconds, 0 = none */
+  bool python;   /* the bundle runs in Python mode */
+  bool handler;  /* handler mode (an envelope is due), not script mode */
+  int relay_fd;  /* read end of the container's fd 1, or -1 */
+  int timeout;   /* wall clock, seconds */
+  int cpu_limit; /* RLIMIT_CPU soft limit in seconds, 0 = none */
 };
 
 /* On success *pid is init's host pid; the caller is its parent. */
@@ -62,8 +62,8 @@ struct coil_container_info {
   char *created;
 };
 /* Every container under root, for `list`. */
-int container_list(const char *root, struct coil_container_info **out, size_t *n,
-                   struct coil_error *err);
+int container_list(const char *root, struct coil_container_info **out,
+                   size_t *n, struct coil_error *err);
 void container_list_free(struct coil_container_info *l, size_t n);
 
 /* What the container's cgroup recorded about its limits. */
@@ -71,6 +71,7 @@ struct coil_limit_report {
   bool oom_killed;
   unsigned long long pids_limit_hits; /* forks refused at pids.max */
 };
-void container_limits(const char *root, const char *id, struct coil_limit_report *r);
+void container_limits(const char *root, const char *id,
+                      struct coil_limit_report *r);
 
 #endif

@@ -123,8 +123,8 @@ static int run_one(const struct coil_hook *h, const char *field,
   if (timed_out) {
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
-    return coil_error_set(err, ETIMEDOUT, "%s (%s): timed out after %d s", field,
-                          h->path, h->timeout);
+    return coil_error_set(err, ETIMEDOUT, "%s (%s): timed out after %d s",
+                          field, h->path, h->timeout);
   }
   /* Collect what the hook printed before exiting. */
   while (out_r >= 0) {
@@ -143,10 +143,12 @@ static int run_one(const struct coil_hook *h, const char *field,
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
     return 0;
   if (WIFSIGNALED(status))
-    return coil_error_set(err, ECHILD, "%s (%s): killed by signal %d%s%s", field,
-                          h->path, WTERMSIG(status), out_len ? ": " : "", output);
-  return coil_error_set(err, ECHILD, "%s (%s): exited with status %d%s%s", field,
-                        h->path, WEXITSTATUS(status), out_len ? ": " : "", output);
+    return coil_error_set(err, ECHILD, "%s (%s): killed by signal %d%s%s",
+                          field, h->path, WTERMSIG(status), out_len ? ": " : "",
+                          output);
+  return coil_error_set(err, ECHILD, "%s (%s): exited with status %d%s%s",
+                        field, h->path, WEXITSTATUS(status),
+                        out_len ? ": " : "", output);
 }
 
 int hooks_run(const struct coil_config *cfg, enum coil_hook_kind kind,

@@ -14,7 +14,8 @@ int id_validate(const char *id, struct coil_error *err) {
     return coil_error_set(err, 0, "container id: must not be empty");
   size_t len = strlen(id);
   if (len > COIL_ID_MAX)
-    return coil_error_set(err, 0, "container id: longer than %d bytes", COIL_ID_MAX);
+    return coil_error_set(err, 0, "container id: longer than %d bytes",
+                          COIL_ID_MAX);
   if (strcmp(id, ".") == 0 || strcmp(id, "..") == 0)
     return coil_error_set(err, 0, "container id \"%s\": not a valid id", id);
   for (size_t i = 0; i < len; i++)

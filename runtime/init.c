@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/capability.h>
+#include <linux/close_range.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,8 +15,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <linux/capability.h>
-#include <linux/close_range.h>
 
 #include "cgroup.h"
 #include "cleanup.h"
@@ -50,14 +50,16 @@ static void close_fds_except(const int *keep, size_t n) {
   }
 }
 
-static void __attribute__((noreturn)) fail_sync(int fd, struct coil_error *err) {
+static void __attribute__((noreturn))
+fail_sync(int fd, struct coil_error *err) {
   struct coil_error ignored;
   sync_send(fd, SYNC_ERROR, err->msg, &ignored);
   _exit(INIT_FAILED);
 }
 
 /* After start, errors go back over the start connection. */
-static void __attribute__((noreturn)) fail_start(int conn, struct coil_error *err) {
+static void __attribute__((noreturn))
+fail_start(int conn, struct coil_error *err) {
   ssize_t ignored = send(conn, err->msg, strlen(err->msg), MSG_NOSIGNAL);
   (void)ignored;
   _exit(INIT_FAILED);
@@ -80,9 +82,15 @@ static int become_ns_root(const struct coil_linux *l, struct coil_error *err) {
     return 0;
   /* EINVAL: 0 is not mapped (a joined namespace may not map it). */
   if (setresgid(0, 0, 0) < 0)
-    return errno == EINVAL ? 0 : coil_error_sys(err, errno, "setresgid(0) in the user namespace");
+    return errno == EINVAL
+               ? 0
+               : coil_error_sys(err, errno,
+                                "setresgid(0) in the user namespace");
   if (setresuid(0, 0, 0) < 0)
-    return errno == EINVAL ? 0 : coil_error_sys(err, errno, "setresuid(0) in the user namespace");
+    return errno == EINVAL
+               ? 0
+               : coil_error_sys(err, errno,
+                                "setresuid(0) in the user namespace");
   if (setgroups(0, NULL) < 0 && errno != EPERM)
     return coil_error_sys(err, errno, "setgroups in the user namespace");
   return 0;
@@ -114,8 +122,8 @@ static bool caps_have_sys_admin(const struct coil_caps *caps) {
  * only accepts a filter from a CAP_SYS_ADMIN holder, so then it goes first. */
 static int drop_privileges(const struct init_ctx *c, struct coil_error *err) {
   const struct coil_process *p = &c->cfg->process;
-  bool seccomp_first = c->seccomp && !p->no_new_privileges &&
-                       !caps_have_sys_admin(c->caps);
+  bool seccomp_first =
+      c->seccomp && !p->no_new_privileges && !caps_have_sys_admin(c->caps);
 
   umask(p->has_umask ? p->umask : 022);
   if (rlimits_apply(c->rlimits, err) < 0)
@@ -127,9 +135,11 @@ static int drop_privileges(const struct init_ctx *c, struct coil_error *err) {
   if (setgroups(p->n_additional_gids, (const gid_t *)p->additional_gids) < 0)
     return coil_error_sys(err, errno, "process.user.additionalGids: setgroups");
   if (setresgid(p->gid, p->gid, p->gid) < 0)
-    return coil_error_sys(err, errno, "process.user.gid: setresgid(%u)", p->gid);
+    return coil_error_sys(err, errno, "process.user.gid: setresgid(%u)",
+                          p->gid);
   if (setresuid(p->uid, p->uid, p->uid) < 0)
-    return coil_error_sys(err, errno, "process.user.uid: setresuid(%u)", p->uid);
+    return coil_error_sys(err, errno, "process.user.uid: setresuid(%u)",
+                          p->uid);
   if (prctl(PR_SET_KEEPCAPS, 0) < 0)
     return coil_error_sys(err, errno, "prctl(PR_SET_KEEPCAPS)");
   if (caps_apply(c->caps, err) < 0)
@@ -143,7 +153,8 @@ static int drop_privileges(const struct init_ctx *c, struct coil_error *err) {
   return 0;
 }
 
-static int set_environment(const struct coil_process *p, struct coil_error *err) {
+static int set_environment(const struct coil_process *p,
+                           struct coil_error *err) {
   if (clearenv() != 0)
     return coil_error_set(err, ENOMEM, "process.env: clearenv");
   for (size_t i = 0; i < p->env.n; i++)
@@ -189,7 +200,8 @@ void init_main(const struct init_ctx *c) {
   /* 0. Into the container's v1 cgroups before anything else runs here. */
   if (c->cgroup_join && cgroup_join_self(c->cgroup_join, &err) < 0)
     fail_sync(c->sync_fd, &err);
-  if (c->out_fd >= 0 && (dup2(c->out_fd, STDOUT_FILENO) < 0 || close(c->out_fd) < 0))
+  if (c->out_fd >= 0 &&
+      (dup2(c->out_fd, STDOUT_FILENO) < 0 || close(c->out_fd) < 0))
     _exit(INIT_FAILED);
   int keep[] = {c->sync_fd, c->start_fd, c->console_fd};
   close_fds_except(keep, sizeof keep / sizeof keep[0]);
@@ -203,7 +215,8 @@ void init_main(const struct init_ctx *c) {
 
   /* 3. Namespaces: root of our user namespace, join the ones given by path,
    *    then a cgroup namespace rooted at the container's cgroup. */
-  if (become_ns_root(&cfg->lnx, &err) < 0 || namespaces_join(&cfg->lnx, &err) < 0)
+  if (become_ns_root(&cfg->lnx, &err) < 0 ||
+      namespaces_join(&cfg->lnx, &err) < 0)
     fail_sync(sync_fd, &err);
   if (namespaces_wants_new(&cfg->lnx, CLONE_NEWCGROUP) &&
       unshare(CLONE_NEWCGROUP) < 0) {
@@ -217,8 +230,8 @@ void init_main(const struct init_ctx *c) {
 
   /* 5. The filesystem view: mounts and devices, still with the host root
    *    visible so bind sources and createContainer hooks resolve. */
-  struct coil_rootfs_opts ro = {.rootfs = c->rootfs,
-                                .userns = namespaces_has(&cfg->lnx, CLONE_NEWUSER)};
+  struct coil_rootfs_opts ro = {
+      .rootfs = c->rootfs, .userns = namespaces_has(&cfg->lnx, CLONE_NEWUSER)};
   if (!c->skip_rootfs && rootfs_prepare(cfg, &ro, &err) < 0)
     fail_sync(sync_fd, &err);
   log_debug("init: namespaces joined, mounts done");
@@ -283,6 +296,7 @@ void init_main(const struct init_ctx *c) {
   reset_signals();
   syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
   execvp(cfg->process.args.v[0], cfg->process.args.v);
-  coil_error_sys(&err, errno, "process.args[0]: exec %s", cfg->process.args.v[0]);
+  coil_error_sys(&err, errno, "process.args[0]: exec %s",
+                 cfg->process.args.v[0]);
   fail_start(conn, &err);
 }

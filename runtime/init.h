@@ -24,9 +24,9 @@ struct init_ctx {
   const struct coil_caps *caps;
   const struct coil_rlimits *rlimits;
   const struct coil_seccomp_profile *seccomp; /* NULL without linux.seccomp */
-  int out_fd;                        /* becomes fd 1 (run's relay pipe), or -1 */
-  bool skip_rootfs;                  /* Python mode with the mountns layer off */
-  const struct python_ctx *python;   /* Python sandbox mode, or NULL */
+  int out_fd;                      /* becomes fd 1 (run's relay pipe), or -1 */
+  bool skip_rootfs;                /* Python mode with the mountns layer off */
+  const struct python_ctx *python; /* Python sandbox mode, or NULL */
   struct coil_cgroup_join *cgroup_join; /* v1 cgroups init moves itself into */
 };
 

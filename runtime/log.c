@@ -40,7 +40,8 @@ static const char *level_name(enum coil_log_level lvl) {
 /* JSON string escaping for the message; control bytes become \u00XX. */
 static size_t json_escape(char *out, size_t cap, const char *in) {
   size_t o = 0;
-  for (const unsigned char *p = (const unsigned char *)in; *p && o + 7 < cap; p++) {
+  for (const unsigned char *p = (const unsigned char *)in; *p && o + 7 < cap;
+       p++) {
     if (*p == '"' || *p == '\\') {
       out[o++] = '\\';
       out[o++] = (char)*p;
@@ -85,8 +86,9 @@ void coil_log(enum coil_log_level lvl, const char *fmt, ...) {
     struct timespec mono;
     clock_gettime(CLOCK_MONOTONIC, &mono);
     char stamped[sizeof msg + 64];
-    snprintf(stamped, sizeof stamped, "[%ld.%03ld %d] %s", (long)mono.tv_sec % 1000,
-             mono.tv_nsec / 1000000, (int)getpid(), msg);
+    snprintf(stamped, sizeof stamped, "[%ld.%03ld %d] %s",
+             (long)mono.tv_sec % 1000, mono.tv_nsec / 1000000, (int)getpid(),
+             msg);
     memcpy(msg, stamped, sizeof msg - 1);
     msg[sizeof msg - 1] = '\0';
   }
@@ -95,7 +97,8 @@ void coil_log(enum coil_log_level lvl, const char *fmt, ...) {
                  lvl == COIL_LOG_ERROR ? "" : level_name(lvl),
                  lvl == COIL_LOG_ERROR ? "" : ": ", msg);
     if (n > 0)
-      write_all(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+      write_all(STDERR_FILENO, line,
+                (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
   }
   if (log_fd >= 0) {
     struct timespec ts;
@@ -111,11 +114,13 @@ void coil_log(enum coil_log_level lvl, const char *fmt, ...) {
                    "{\"level\":\"%s\",\"msg\":\"%s\",\"time\":\"%s.%09ldZ\"}\n",
                    level_name(lvl), esc, when, ts.tv_nsec);
     } else {
-      n = snprintf(line, sizeof line, "time=\"%s.%09ldZ\" level=%s msg=\"%s\"\n",
-                   when, ts.tv_nsec, level_name(lvl), msg);
+      n = snprintf(line, sizeof line,
+                   "time=\"%s.%09ldZ\" level=%s msg=\"%s\"\n", when, ts.tv_nsec,
+                   level_name(lvl), msg);
     }
     if (n > 0)
-      write_all(log_fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+      write_all(log_fd, line,
+                (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
   }
   errno = saved;
 }

@@ -5,7 +5,12 @@
 
 #include <stdbool.h>
 
-enum coil_log_level { COIL_LOG_DEBUG, COIL_LOG_INFO, COIL_LOG_WARN, COIL_LOG_ERROR };
+enum coil_log_level {
+  COIL_LOG_DEBUG,
+  COIL_LOG_INFO,
+  COIL_LOG_WARN,
+  COIL_LOG_ERROR
+};
 
 /* path may be NULL (stderr only). Returns -1 if the log file cannot be
  * opened; logging then goes to stderr only. */

@@ -14,8 +14,8 @@ struct coil_mount_opts {
   unsigned long propagation; /* MS_SHARED|MS_SLAVE|MS_PRIVATE|MS_UNBINDABLE,
                                 with MS_REC for "rshared" etc.; 0 = none */
   bool bind;                 /* "bind" or "rbind" */
-  bool recursive;            /* "rbind" only (Docker writes "bind","rprivate") */
-  char *data;                /* fs-specific options ("size=64k,mode=755"), or NULL */
+  bool recursive; /* "rbind" only (Docker writes "bind","rprivate") */
+  char *data;     /* fs-specific options ("size=64k,mode=755"), or NULL */
 };
 
 /* field names the mount for error messages, e.g. "mounts[2]". */
@@ -23,7 +23,8 @@ int mountopts_parse(const struct coil_strv *options, const char *field,
                     struct coil_mount_opts *out, struct coil_error *err);
 void mountopts_free(struct coil_mount_opts *o);
 
-/* "rprivate" etc. (for linux.rootfsPropagation) to MS_* flags; -1 when unknown. */
+/* "rprivate" etc. (for linux.rootfsPropagation) to MS_* flags; -1 when unknown.
+ */
 int mountopts_propagation(const char *name, unsigned long *flags);
 
 #endif

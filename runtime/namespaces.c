@@ -2,16 +2,17 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/nsfs.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
-#include <linux/nsfs.h>
 
 #include "cleanup.h"
 
-static const struct coil_namespace *find_ns(const struct coil_linux *l, int flag) {
+static const struct coil_namespace *find_ns(const struct coil_linux *l,
+                                            int flag) {
   for (size_t i = 0; i < l->n_namespaces; i++)
     if (l->namespaces[i].clone_flag == flag)
       return &l->namespaces[i];
@@ -30,7 +31,8 @@ bool namespaces_wants_new(const struct coil_linux *l, int clone_flag) {
 int namespaces_clone_flags(const struct coil_linux *l) {
   int flags = 0;
   for (size_t i = 0; i < l->n_namespaces; i++)
-    if (!l->namespaces[i].path && l->namespaces[i].clone_flag != CLONE_NEWCGROUP)
+    if (!l->namespaces[i].path &&
+        l->namespaces[i].clone_flag != CLONE_NEWCGROUP)
       flags |= l->namespaces[i].clone_flag;
   return flags;
 }
@@ -42,17 +44,17 @@ int namespaces_validate(const struct coil_linux *l, struct coil_error *err) {
       continue;
     cleanup_close int fd = open(ns->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-      return coil_error_sys(err, errno, "linux.namespaces[%zu].path: open %s", i,
-                            ns->path);
+      return coil_error_sys(err, errno, "linux.namespaces[%zu].path: open %s",
+                            i, ns->path);
     int type = ioctl(fd, NS_GET_NSTYPE);
     if (type < 0)
       return coil_error_set(err, EINVAL,
-                            "linux.namespaces[%zu].path: %s is not a namespace", i,
-                            ns->path);
+                            "linux.namespaces[%zu].path: %s is not a namespace",
+                            i, ns->path);
     if (type != ns->clone_flag)
-      return coil_error_set(err, EINVAL,
-                            "linux.namespaces[%zu].path: %s is not a %s namespace",
-                            i, ns->path, ns->type);
+      return coil_error_set(
+          err, EINVAL, "linux.namespaces[%zu].path: %s is not a %s namespace",
+          i, ns->path, ns->type);
   }
   if (namespaces_wants_new(l, CLONE_NEWUSER) &&
       (l->n_uid_mappings == 0 || l->n_gid_mappings == 0))
@@ -150,8 +152,8 @@ static int write_map(pid_t pid, const char *file, const char *field,
   char buf[4096];
   size_t off = 0;
   for (size_t i = 0; i < n; i++) {
-    int w = snprintf(buf + off, sizeof buf - off, "%u %u %u\n", m[i].container_id,
-                     m[i].host_id, m[i].size);
+    int w = snprintf(buf + off, sizeof buf - off, "%u %u %u\n",
+                     m[i].container_id, m[i].host_id, m[i].size);
     if (w < 0 || (size_t)w >= sizeof buf - off)
       return coil_error_set(err, E2BIG, "%s: too many mappings", field);
     off += (size_t)w;
@@ -177,7 +179,8 @@ int namespaces_write_id_maps(pid_t pid, const struct coil_linux *l,
                    l->n_gid_mappings, err);
 }
 
-long namespaces_host_id(const struct coil_id_mapping *m, size_t n, uint32_t id) {
+long namespaces_host_id(const struct coil_id_mapping *m, size_t n,
+                        uint32_t id) {
   if (n == 0)
     return id;
   for (size_t i = 0; i < n; i++)

@@ -19,7 +19,7 @@ struct coil_oci_state {
   const char *created; /* extension; may be NULL */
   bool oom_killed;     /* extension: "oomKilled": true when set */
   unsigned long long pids_limit_hits; /* extension: "pidsLimitHits" when > 0 */
-  const struct coil_config *cfg; /* annotations; may be NULL */
+  const struct coil_config *cfg;      /* annotations; may be NULL */
 };
 
 /* Returns a malloc'd JSON document, or NULL on allocation failure. */

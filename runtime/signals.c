@@ -71,7 +71,8 @@ int signal_parse(const char *s, int *sig, struct coil_error *err) {
   int n;
   if (parse_int(s, &n) == 0) {
     if (n < 1 || n > SIGRTMAX)
-      return coil_error_set(err, 0, "signal %s: out of range 1..%d", s, SIGRTMAX);
+      return coil_error_set(err, 0, "signal %s: out of range 1..%d", s,
+                            SIGRTMAX);
     *sig = n;
     return 0;
   }

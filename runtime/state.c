@@ -19,7 +19,8 @@ char *state_path(const char *root, const char *id, const char *name) {
   char *p = NULL;
   char dir[COIL_ID_DIRNAME_MAX];
   id_dirname(id, dir);
-  if (asprintf(&p, "%s/%s%s%s", root, dir, name ? "/" : "", name ? name : "") < 0)
+  if (asprintf(&p, "%s/%s%s%s", root, dir, name ? "/" : "", name ? name : "") <
+      0)
     return NULL;
   return p;
 }
@@ -164,7 +165,8 @@ static void gen_int(yajl_gen g, const char *k, long long v) {
   yajl_gen_integer(g, v);
 }
 
-int state_write(int dirfd, const struct coil_state *st, struct coil_error *err) {
+int state_write(int dirfd, const struct coil_state *st,
+                struct coil_error *err) {
   yajl_gen g = yajl_gen_alloc(NULL);
   if (!g)
     return coil_error_sys(err, ENOMEM, "state.json");
@@ -305,7 +307,8 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int state_list(const char *root, char ***ids, size_t *n, struct coil_error *err) {
+int state_list(const char *root, char ***ids, size_t *n,
+               struct coil_error *err) {
   *ids = NULL;
   *n = 0;
   DIR *d = opendir(root);

@@ -58,7 +58,8 @@ const char *state_status_name(enum coil_status s);
 unsigned long long state_pid_start_time(pid_t pid);
 
 /* Ids of every container under root (sorted). */
-int state_list(const char *root, char ***ids, size_t *n, struct coil_error *err);
+int state_list(const char *root, char ***ids, size_t *n,
+               struct coil_error *err);
 
 static inline void state_freep(struct coil_state **s) {
   if (*s)

@@ -8,11 +8,12 @@
 #include "error.h"
 
 enum coil_sync_msg {
-  SYNC_GO = 1,      /* parent -> init: ids mapped, cgroup joined; payload: host pid */
-  SYNC_HOOKS,       /* init -> parent: run prestart/createRuntime now */
-  SYNC_HOOKS_DONE,  /* parent -> init */
-  SYNC_READY,       /* init -> parent: waiting for start */
-  SYNC_ERROR,       /* either way: payload is the error message */
+  SYNC_GO =
+      1,      /* parent -> init: ids mapped, cgroup joined; payload: host pid */
+  SYNC_HOOKS, /* init -> parent: run prestart/createRuntime now */
+  SYNC_HOOKS_DONE, /* parent -> init */
+  SYNC_READY,      /* init -> parent: waiting for start */
+  SYNC_ERROR,      /* either way: payload is the error message */
 };
 
 int sync_send(int fd, enum coil_sync_msg type, const char *payload,

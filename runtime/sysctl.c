@@ -24,16 +24,20 @@ static int key_namespace(const char *key) {
     return CLONE_NEWIPC;
   if (strncmp(key, "net.", 4) == 0)
     return CLONE_NEWNET;
-  if (strcmp(key, "kernel.hostname") == 0 || strcmp(key, "kernel.domainname") == 0)
+  if (strcmp(key, "kernel.hostname") == 0 ||
+      strcmp(key, "kernel.domainname") == 0)
     return CLONE_NEWUTS;
   return 0;
 }
 
 static const char *ns_name(int flag) {
-  return flag == CLONE_NEWIPC ? "ipc" : flag == CLONE_NEWNET ? "network" : "uts";
+  return flag == CLONE_NEWIPC   ? "ipc"
+         : flag == CLONE_NEWNET ? "network"
+                                : "uts";
 }
 
-/* "net.ipv4.ip_forward" or "net/ipv4/ip_forward" -> "/proc/sys/net/ipv4/ip_forward". */
+/* "net.ipv4.ip_forward" or "net/ipv4/ip_forward" ->
+ * "/proc/sys/net/ipv4/ip_forward". */
 static int key_path(const char *key, char *out, size_t cap) {
   int n = snprintf(out, cap, "/proc/sys/%s", key);
   if (n < 0 || (size_t)n >= cap)
@@ -57,13 +61,12 @@ int sysctl_validate(const struct coil_linux *l, struct coil_error *err) {
       return coil_error_set(err, EINVAL, "linux.sysctl.%s: invalid key", key);
     int ns = key_namespace(normal);
     if (!ns)
-      return coil_error_set(err, EPERM,
-                            "linux.sysctl.%s: not a namespaced sysctl, refused",
-                            key);
+      return coil_error_set(
+          err, EPERM, "linux.sysctl.%s: not a namespaced sysctl, refused", key);
     if (!namespaces_has(l, ns))
-      return coil_error_set(err, EPERM,
-                            "linux.sysctl.%s: needs the container's own %s namespace",
-                            key, ns_name(ns));
+      return coil_error_set(
+          err, EPERM, "linux.sysctl.%s: needs the container's own %s namespace",
+          key, ns_name(ns));
   }
   return 0;
 }

@@ -16,8 +16,8 @@
 int terminal_connect(const char *path, int *fd, struct coil_error *err) {
   struct sockaddr_un addr = {.sun_family = AF_UNIX};
   if (strlen(path) >= sizeof addr.sun_path)
-    return coil_error_set(err, ENAMETOOLONG, "--console-socket %s: path too long",
-                          path);
+    return coil_error_set(err, ENAMETOOLONG,
+                          "--console-socket %s: path too long", path);
   strcpy(addr.sun_path, path);
   cleanup_close int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0)

@@ -25,18 +25,20 @@ static void __attribute__((noreturn)) die_on_event(const char *ev) {
   char safe[128];
   size_t j = 0;
   for (size_t i = 0; ev[i] && j < sizeof safe - 1; i++)
-    safe[j++] = (ev[i] == '"' || ev[i] == '\\' || (unsigned char)ev[i] < 0x20) ? '?'
-                                                                               : ev[i];
+    safe[j++] = (ev[i] == '"' || ev[i] == '\\' || (unsigned char)ev[i] < 0x20)
+                    ? '?'
+                    : ev[i];
   safe[j] = '\0';
-  int n = envelope ? snprintf(buf, sizeof buf,
-                              "{\"ok\": false, \"error\": {\"type\": "
-                              "\"GateViolation\", \"message\": \"audit event "
-                              "'%s' is not permitted\", \"line\": 0, \"col\": 0}}\n",
-                              safe)
-                   : snprintf(buf, sizeof buf,
-                              "coil: GateViolation: audit event '%s' is not "
-                              "permitted\n",
-                              safe);
+  int n = envelope
+              ? snprintf(buf, sizeof buf,
+                         "{\"ok\": false, \"error\": {\"type\": "
+                         "\"GateViolation\", \"message\": \"audit event "
+                         "'%s' is not permitted\", \"line\": 0, \"col\": 0}}\n",
+                         safe)
+              : snprintf(buf, sizeof buf,
+                         "coil: GateViolation: audit event '%s' is not "
+                         "permitted\n",
+                         safe);
   int fd = envelope ? violation_fd : 2;
   if (fd >= 0 && n > 0) {
     ssize_t w = write(fd, buf, (size_t)n);

@@ -44,18 +44,22 @@ int embed_init(const char *prefix, struct coil_error *err) {
   c.use_frozen_modules = 1;
   c._isolated_interpreter = 1;
   c.module_search_paths_set = 1;
-  if (PyStatus_Exception(st = PyConfig_SetString(&c, &c.program_name, L"coil-init")) ||
+  if (PyStatus_Exception(
+          st = PyConfig_SetString(&c, &c.program_name, L"coil-init")) ||
       PyStatus_Exception(st = PyConfig_SetString(&c, &c.home, home)) ||
       PyStatus_Exception(
           st = PyConfig_SetString(&c, &c.executable, L"/usr/bin/coil-init")) ||
       PyStatus_Exception(
           st = PyConfig_SetString(&c, &c.check_hash_pycs_mode, L"never")) ||
-      PyStatus_Exception(
-          st = PyWideStringList_Append(&c.xoptions, L"int_max_str_digits=4300")) ||
+      PyStatus_Exception(st = PyWideStringList_Append(
+                             &c.xoptions, L"int_max_str_digits=4300")) ||
       /* Showing a warning imports warnings/linecache lazily, after lockdown. */
-      PyStatus_Exception(st = PyWideStringList_Append(&c.warnoptions, L"ignore")) ||
-      PyStatus_Exception(st = PyWideStringList_Append(&c.module_search_paths, stdlib)) ||
-      PyStatus_Exception(st = PyWideStringList_Append(&c.module_search_paths, dynload))) {
+      PyStatus_Exception(
+          st = PyWideStringList_Append(&c.warnoptions, L"ignore")) ||
+      PyStatus_Exception(
+          st = PyWideStringList_Append(&c.module_search_paths, stdlib)) ||
+      PyStatus_Exception(
+          st = PyWideStringList_Append(&c.module_search_paths, dynload))) {
     PyConfig_Clear(&c);
     return status_error(st, "configure", err);
   }

@@ -3,8 +3,8 @@
  * and compiling the checked tree. See gate-design.md section 2. */
 #include "gate.h"
 
-#include <marshal.h>
 #include <errno.h>
+#include <marshal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

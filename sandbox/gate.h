@@ -28,7 +28,7 @@ struct gate_result {
   size_t n;
   char **helpers; /* helper names the code imports ("json", "urllib.parse") */
   size_t n_helpers;
-  PyObject *code; /* compiled checked tree; NULL when n > 0 */
+  PyObject *code;   /* compiled checked tree; NULL when n > 0 */
   bool uses_codecs; /* the code may look a codec up by name (encode, ...) */
 };
 

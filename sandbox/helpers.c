@@ -700,9 +700,9 @@ static PyObject *member_new(PyObject *module, const struct helper *h,
 
 static PyObject *namespace_for(const struct helper *h) {
   PyObject *modname = h->module ? PyUnicode_FromString(h->module) : NULL;
-  PyObject *module =
-      !h->module ? Py_NewRef(Py_None)
-                 : modname ? PyImport_GetModule(modname) : NULL;
+  PyObject *module = !h->module ? Py_NewRef(Py_None)
+                     : modname  ? PyImport_GetModule(modname)
+                                : NULL;
   Py_XDECREF(modname);
   if (!module) {
     if (!PyErr_Occurred())

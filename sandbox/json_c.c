@@ -22,9 +22,9 @@ struct scanner {
   const void *data;
   Py_ssize_t len;
   int depth;
-  PyObject *memo;   /* keys seen, so equal keys share one object */
-  Py_UCS4 *buf;     /* unescaped text of the current string */
-  Py_ssize_t cap;   /* of buf, in code points */
+  PyObject *memo; /* keys seen, so equal keys share one object */
+  Py_UCS4 *buf;   /* unescaped text of the current string */
+  Py_ssize_t cap; /* of buf, in code points */
 };
 
 #define READ(p, i) PyUnicode_READ((p)->kind, (p)->data, (i))
@@ -439,8 +439,8 @@ static PyObject *decode_bytes(const unsigned char *b, Py_ssize_t n) {
     bo = 0; /* utf-32 with its BOM */
     return PyUnicode_DecodeUTF32(s, n, "surrogatepass", &bo);
   }
-  if (n >= 2 && ((b[0] == 0xFE && b[1] == 0xFF) ||
-                 (b[0] == 0xFF && b[1] == 0xFE))) {
+  if (n >= 2 &&
+      ((b[0] == 0xFE && b[1] == 0xFF) || (b[0] == 0xFF && b[1] == 0xFE))) {
     bo = 0;
     return PyUnicode_DecodeUTF16(s, n, "surrogatepass", &bo);
   }
@@ -869,7 +869,8 @@ PyObject *json_c_dumps(PyObject *self, PyObject *args, PyObject *kw) {
   if (indent != Py_None) {
     /* JSONEncoder: a non-str indent is ' ' * indent */
     if (PyUnicode_Check(indent)) {
-      indent_bytes = PyUnicode_AsEncodedString(indent, "utf-8", "surrogatepass");
+      indent_bytes =
+          PyUnicode_AsEncodedString(indent, "utf-8", "surrogatepass");
     } else if (PyLong_Check(indent)) {
       Py_ssize_t n = PyNumber_AsSsize_t(indent, PyExc_OverflowError);
       if (n == -1 && PyErr_Occurred())

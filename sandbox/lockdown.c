@@ -11,48 +11,125 @@
  * visibly instead of looking like a crash. */
 static const char *const stage1_denied[] = {
     /* network */
-    "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4",
+    "socket",
+    "socketpair",
+    "connect",
+    "bind",
+    "listen",
+    "accept",
+    "accept4",
     /* process creation and execution */
-    "fork", "vfork", "clone", "clone3", "execve", "execveat",
+    "fork",
+    "vfork",
+    "clone",
+    "clone3",
+    "execve",
+    "execveat",
     /* privilege */
-    "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid",
-    "setfsuid", "setfsgid", "setgroups", "capset", "personality",
+    "setuid",
+    "setgid",
+    "setreuid",
+    "setregid",
+    "setresuid",
+    "setresgid",
+    "setfsuid",
+    "setfsgid",
+    "setgroups",
+    "capset",
+    "personality",
     /* mounts and roots */
-    "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree",
-    "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
     /* namespaces */
-    "unshare", "setns",
+    "unshare",
+    "setns",
     /* ptrace and cross-process access */
-    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
-    "pidfd_open", "process_madvise",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "kcmp",
+    "pidfd_getfd",
+    "pidfd_open",
+    "process_madvise",
     /* bpf, perf, userfaultfd */
-    "bpf", "perf_event_open", "userfaultfd",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
     /* keyrings */
-    "add_key", "request_key", "keyctl",
+    "add_key",
+    "request_key",
+    "keyctl",
     /* io_uring */
-    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
     /* the kernel itself */
-    "kexec_load", "kexec_file_load", "init_module", "finit_module",
-    "delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl",
-    "syslog", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
-    "sethostname", "setdomainname", "iopl", "ioperm", "name_to_handle_at",
-    "open_by_handle_at", "lookup_dcookie", "vhangup", "nfsservctl",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "acct",
+    "quotactl",
+    "syslog",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "sethostname",
+    "setdomainname",
+    "iopl",
+    "ioperm",
+    "name_to_handle_at",
+    "open_by_handle_at",
+    "lookup_dcookie",
+    "vhangup",
+    "nfsservctl",
 };
 
 /* Stage 2: measured in gate-design.md 1.5 (only write and exit_group were
  * seen after lockdown), plus what allocation, time, signals and the
  * protocol's own reads need. Everything else kills the process. */
 static const char *const stage2_allowed[] = {
-    "read",    "write",     "close",    "lseek",         "fstat",
-    "newfstatat", "mmap",   "munmap",   "mremap",        "brk",
-    "madvise", "futex",     "getrandom", "clock_gettime", "rt_sigprocmask",
-    "rt_sigreturn", "exit", "exit_group", "getpid",      "gettid",
+    "read",
+    "write",
+    "close",
+    "lseek",
+    "fstat",
+    "newfstatat",
+    "mmap",
+    "munmap",
+    "mremap",
+    "brk",
+    "madvise",
+    "futex",
+    "getrandom",
+    "clock_gettime",
+    "rt_sigprocmask",
+    "rt_sigreturn",
+    "exit",
+    "exit_group",
+    "getpid",
+    "gettid",
     /* harmless; the sanitizer runtime's exit path of the ASan build uses it */
     "sigaltstack",
 };
 
 static int add_rules(scmp_filter_ctx ctx, const char *const *names, size_t n,
-                     uint32_t action, const char *stage, struct coil_error *err) {
+                     uint32_t action, const char *stage,
+                     struct coil_error *err) {
   for (size_t i = 0; i < n; i++) {
     int nr = seccomp_syscall_resolve_name(names[i]);
     if (nr == __NR_SCMP_ERROR)
@@ -65,7 +142,8 @@ static int add_rules(scmp_filter_ctx ctx, const char *const *names, size_t n,
   return 0;
 }
 
-static int load(scmp_filter_ctx ctx, const char *stage, struct coil_error *err) {
+static int load(scmp_filter_ctx ctx, const char *stage,
+                struct coil_error *err) {
   int r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
   if (r == 0)
     r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_SSB, 1);
@@ -88,7 +166,8 @@ int lockdown_stage1(const struct lockdown_opts *o, struct coil_error *err) {
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
   if (!ctx)
     return coil_error_set(err, ENOMEM, "lockdown stage 1: seccomp_init");
-  if (add_rules(ctx, stage1_denied, sizeof stage1_denied / sizeof stage1_denied[0],
+  if (add_rules(ctx, stage1_denied,
+                sizeof stage1_denied / sizeof stage1_denied[0],
                 SCMP_ACT_ERRNO(EPERM), "stage 1", err) < 0) {
     seccomp_release(ctx);
     return -1;
@@ -105,10 +184,12 @@ int lockdown_stage2(const struct lockdown_opts *o, struct coil_error *err) {
   if (!ctx)
     return coil_error_set(err, ENOMEM, "lockdown stage 2: seccomp_init");
   int nr_openat = seccomp_syscall_resolve_name("openat");
-  int r = add_rules(ctx, stage2_allowed, sizeof stage2_allowed / sizeof stage2_allowed[0],
+  int r = add_rules(ctx, stage2_allowed,
+                    sizeof stage2_allowed / sizeof stage2_allowed[0],
                     SCMP_ACT_ALLOW, "stage 2", err);
   /* A lazy import or codec lookup gets a clean error, not a kill. */
-  if (r == 0 && (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), nr_openat, 0)) < 0)
+  if (r == 0 &&
+      (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), nr_openat, 0)) < 0)
     r = coil_error_sys(err, -r, "lockdown stage 2: seccomp rule for openat");
   if (r < 0) {
     seccomp_release(ctx);

@@ -131,7 +131,8 @@ static PyObject *to_py(yajl_val v) {
   }
 }
 
-int protocol_read_request(int fd, size_t cap, PyObject **out, struct coil_error *err) {
+int protocol_read_request(int fd, size_t cap, PyObject **out,
+                          struct coil_error *err) {
   cleanup_free char *buf = NULL;
   size_t len = 0;
   if (read_all(fd, cap, &buf, &len, err) < 0 || prescan(buf, len, err) < 0)
@@ -148,7 +149,8 @@ int protocol_read_request(int fd, size_t cap, PyObject **out, struct coil_error 
   yajl_tree_free(tree);
   if (!*out) {
     PyErr_Clear();
-    return coil_error_set(err, EINVAL, "request: cannot convert to Python values");
+    return coil_error_set(err, EINVAL,
+                          "request: cannot convert to Python values");
   }
   return 0;
 }
@@ -172,9 +174,11 @@ static void put(yajl_gen g, const char *s) {
 
 /* Plain JSON data only: exact builtin types (user code cannot define
  * classes), finite floats, str keys, bounded depth. */
-static int gen_value(yajl_gen g, PyObject *o, int depth, struct coil_error *err) {
+static int gen_value(yajl_gen g, PyObject *o, int depth,
+                     struct coil_error *err) {
   if (depth > MAX_DEPTH)
-    return coil_error_set(err, EINVAL, "result: nested deeper than %d", MAX_DEPTH);
+    return coil_error_set(err, EINVAL, "result: nested deeper than %d",
+                          MAX_DEPTH);
   if (o == Py_None)
     return yajl_gen_null(g) == yajl_gen_status_ok ? 0 : -1;
   if (o == Py_True || o == Py_False)
@@ -183,7 +187,8 @@ static int gen_value(yajl_gen g, PyObject *o, int depth, struct coil_error *err)
     PyObject *s = PyObject_Str(o);
     if (!s) {
       PyErr_Clear();
-      return coil_error_set(err, EINVAL, "result: integer too large to serialise");
+      return coil_error_set(err, EINVAL,
+                            "result: integer too large to serialise");
     }
     Py_ssize_t n;
     const char *txt = PyUnicode_AsUTF8AndSize(s, &n);
@@ -225,9 +230,11 @@ static int gen_value(yajl_gen g, PyObject *o, int depth, struct coil_error *err)
     PyObject *k, *v;
     while (PyDict_Next(o, &pos, &k, &v)) {
       if (!PyUnicode_CheckExact(k))
-        return coil_error_set(err, EINVAL, "result: dict keys must be str, not %s",
+        return coil_error_set(err, EINVAL,
+                              "result: dict keys must be str, not %s",
                               Py_TYPE(k)->tp_name);
-      if (gen_value(g, k, depth + 1, err) < 0 || gen_value(g, v, depth + 1, err) < 0)
+      if (gen_value(g, k, depth + 1, err) < 0 ||
+          gen_value(g, v, depth + 1, err) < 0)
         return -1;
     }
     yajl_gen_map_close(g);
@@ -245,8 +252,8 @@ static yajl_gen new_gen(void) {
   return g;
 }
 
-int protocol_write_result(int fd, PyObject *result, const char *out, size_t out_len,
-                          size_t cap, struct coil_error *err) {
+int protocol_write_result(int fd, PyObject *result, const char *out,
+                          size_t out_len, size_t cap, struct coil_error *err) {
   yajl_gen g = new_gen();
   if (!g)
     return coil_error_sys(err, ENOMEM, "result");
@@ -257,7 +264,8 @@ int protocol_write_result(int fd, PyObject *result, const char *out, size_t out_
   int r = gen_value(g, result, 0, err);
   if (r == 0) {
     put(g, "stdout");
-    if (yajl_gen_string(g, (const unsigned char *)out, out_len) != yajl_gen_status_ok)
+    if (yajl_gen_string(g, (const unsigned char *)out, out_len) !=
+        yajl_gen_status_ok)
       r = coil_error_set(err, EINVAL, "print output is not valid UTF-8");
   }
   yajl_gen_map_close(g);
@@ -265,8 +273,9 @@ int protocol_write_result(int fd, PyObject *result, const char *out, size_t out_
   size_t len = 0;
   yajl_gen_get_buf(g, &buf, &len);
   if (r == 0 && len > cap)
-    r = coil_error_set(err, EFBIG, "result: %zu bytes, over the %zu-byte output cap",
-                       len, cap);
+    r = coil_error_set(err, EFBIG,
+                       "result: %zu bytes, over the %zu-byte output cap", len,
+                       cap);
   if (r == 0 && (write_all(fd, buf, len) < 0 ||
                  write_all(fd, (const unsigned char *)"\n", 1) < 0))
     r = coil_error_sys(err, errno, "write result");
@@ -274,8 +283,8 @@ int protocol_write_result(int fd, PyObject *result, const char *out, size_t out_
   return r;
 }
 
-void protocol_write_error(int fd, const struct protocol_failure *f, const char *out,
-                          size_t out_len) {
+void protocol_write_error(int fd, const struct protocol_failure *f,
+                          const char *out, size_t out_len) {
   yajl_gen g = new_gen();
   if (!g)
     return;
@@ -289,7 +298,8 @@ void protocol_write_error(int fd, const struct protocol_failure *f, const char *
   put(g, "type");
   put(g, f->type);
   put(g, "message");
-  if (yajl_gen_string(g, (const unsigned char *)msg, strlen(msg)) != yajl_gen_status_ok)
+  if (yajl_gen_string(g, (const unsigned char *)msg, strlen(msg)) !=
+      yajl_gen_status_ok)
     put(g, "(message is not valid UTF-8)");
   if (f->exception) {
     put(g, "exception");
@@ -302,7 +312,8 @@ void protocol_write_error(int fd, const struct protocol_failure *f, const char *
   yajl_gen_map_close(g);
   if (out) {
     put(g, "stdout");
-    if (yajl_gen_string(g, (const unsigned char *)out, out_len) != yajl_gen_status_ok)
+    if (yajl_gen_string(g, (const unsigned char *)out, out_len) !=
+        yajl_gen_status_ok)
       yajl_gen_null(g);
   }
   yajl_gen_map_close(g);

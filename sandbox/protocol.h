@@ -16,15 +16,16 @@
 /* Reads all of fd (at most cap bytes) and parses it. Errors name the
  * problem ("request: larger than 1048576 bytes", "request: invalid JSON at
  * byte 12"). */
-int protocol_read_request(int fd, size_t cap, PyObject **out, struct coil_error *err);
+int protocol_read_request(int fd, size_t cap, PyObject **out,
+                          struct coil_error *err);
 
 /* Serialises result into a success envelope; fails (err, nothing written)
  * when result is not plain JSON data or the envelope would exceed cap. */
-int protocol_write_result(int fd, PyObject *result, const char *out, size_t out_len,
-                          size_t cap, struct coil_error *err);
+int protocol_write_result(int fd, PyObject *result, const char *out,
+                          size_t out_len, size_t cap, struct coil_error *err);
 
 struct protocol_failure {
-  const char *type;      /* GateViolation, Exception, Timeout, ... */
+  const char *type; /* GateViolation, Exception, Timeout, ... */
   const char *message;
   const char *exception; /* Python exception class, or NULL */
   int line, col;         /* 0 when unknown */

@@ -54,7 +54,8 @@ fail(const struct python_ctx *c, const char *type, int code, const char *msg) {
 
 /* Ids, environment, fds, capabilities, no_new_privs: the process keeps
  * nothing it could use to undo the lockdown that follows. */
-static int drop_process_privileges(const struct python_ctx *c, struct coil_error *err) {
+static int drop_process_privileges(const struct python_ctx *c,
+                                   struct coil_error *err) {
   const struct coil_process *p = &c->cfg->process;
   bool caps_layer = layer_on(c->disabled, LAYER_CAPS);
   if (caps_layer) {
@@ -65,9 +66,11 @@ static int drop_process_privileges(const struct python_ctx *c, struct coil_error
     if (setgroups(0, NULL) < 0)
       return coil_error_sys(err, errno, "setgroups");
     if (setresgid(p->gid, p->gid, p->gid) < 0)
-      return coil_error_sys(err, errno, "process.user.gid: setresgid(%u)", p->gid);
+      return coil_error_sys(err, errno, "process.user.gid: setresgid(%u)",
+                            p->gid);
     if (setresuid(p->uid, p->uid, p->uid) < 0)
-      return coil_error_sys(err, errno, "process.user.uid: setresuid(%u)", p->uid);
+      return coil_error_sys(err, errno, "process.user.uid: setresuid(%u)",
+                            p->uid);
     if (prctl(PR_SET_KEEPCAPS, 0) < 0)
       return coil_error_sys(err, errno, "prctl(PR_SET_KEEPCAPS)");
   }
@@ -83,14 +86,15 @@ static int drop_process_privileges(const struct python_ctx *c, struct coil_error
    * on it so a missed step cannot hide behind CAP_SYS_ADMIN. */
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
     return coil_error_sys(err, errno, "prctl(PR_SET_NO_NEW_PRIVS)");
-  if (layer_on(c->disabled, LAYER_RLIMITS) && rlimits_apply(c->rlimits, err) < 0)
+  if (layer_on(c->disabled, LAYER_RLIMITS) &&
+      rlimits_apply(c->rlimits, err) < 0)
     return -1;
   return 0;
 }
 
 static int arm_timers(const struct python_ctx *c, struct coil_error *err) {
-  snprintf(alarm_message, sizeof alarm_message, "wall-clock limit of %d s reached",
-           c->timeout);
+  snprintf(alarm_message, sizeof alarm_message,
+           "wall-clock limit of %d s reached", c->timeout);
   struct sigaction sa = {.sa_handler = on_alarm};
   sigemptyset(&sa.sa_mask);
   if (sigaction(SIGALRM, &sa, NULL) < 0)
@@ -110,11 +114,12 @@ static int arm_timers(const struct python_ctx *c, struct coil_error *err) {
 }
 
 /* Line and column of the innermost frame of the user's code. */
-static void user_location(PyObject *tb, const char *filename, int *line, int *col) {
+static void user_location(PyObject *tb, const char *filename, int *line,
+                          int *col) {
   *line = 0;
   *col = 0;
-  for (PyTracebackObject *t = (PyTracebackObject *)tb; t && PyTraceBack_Check(t);
-       t = t->tb_next) {
+  for (PyTracebackObject *t = (PyTracebackObject *)tb;
+       t && PyTraceBack_Check(t); t = t->tb_next) {
     PyCodeObject *code = PyFrame_GetCode(t->tb_frame);
     const char *fn = PyUnicode_AsUTF8(code->co_filename);
     if (fn && strcmp(fn, filename) == 0) {
@@ -133,7 +138,8 @@ static void user_location(PyObject *tb, const char *filename, int *line, int *co
 }
 
 /* Reports the pending exception of user code and exits. */
-static void __attribute__((noreturn)) report_exception(const struct python_ctx *c) {
+static void __attribute__((noreturn))
+report_exception(const struct python_ctx *c) {
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
   PyErr_NormalizeException(&type, &value, &tb);
@@ -144,7 +150,8 @@ static void __attribute__((noreturn)) report_exception(const struct python_ctx *
   const char *txt = s ? PyUnicode_AsUTF8(s) : NULL;
   if (!txt)
     PyErr_Clear();
-  snprintf(msg, sizeof msg, "%s%s%s", tname, txt && *txt ? ": " : "", txt ? txt : "");
+  snprintf(msg, sizeof msg, "%s%s%s", tname, txt && *txt ? ": " : "",
+           txt ? txt : "");
   int line, col;
   user_location(tb, c->code_name, &line, &col);
   size_t out_len;
@@ -152,7 +159,8 @@ static void __attribute__((noreturn)) report_exception(const struct python_ctx *
   const char *out = guest_stdout(&out_len, &overflow);
   if (c->entry) {
     struct protocol_failure f = {.type = memory ? "MemoryLimit" : "Exception",
-                                 .message = memory ? "memory limit reached" : msg,
+                                 .message =
+                                     memory ? "memory limit reached" : msg,
                                  .exception = tname,
                                  .line = line,
                                  .col = col};
@@ -208,8 +216,8 @@ run_user_code(const struct python_ctx *c, PyObject *code, PyObject *globals,
     PyObject *fn = PyDict_GetItemString(globals, c->entry);
     if (!fn || !PyFunction_Check(fn)) {
       char msg[300];
-      snprintf(msg, sizeof msg, "entry '%s' is not a function defined by the code",
-               c->entry);
+      snprintf(msg, sizeof msg,
+               "entry '%s' is not a function defined by the code", c->entry);
       fail(c, "Exception", PY_EXIT_RAISED, msg);
     }
     result = PyObject_CallOneArg(fn, request);
@@ -227,7 +235,8 @@ run_user_code(const struct python_ctx *c, PyObject *code, PyObject *globals,
     _exit(0);
   }
   struct coil_error err;
-  if (protocol_write_result(OUT_FD, result, out, out_len, c->max_output, &err) < 0) {
+  if (protocol_write_result(OUT_FD, result, out, out_len, c->max_output, &err) <
+      0) {
     if (err.err == EFBIG)
       report_output_limit(c, err.msg);
     fail(c, "Exception", PY_EXIT_RAISED, err.msg);
@@ -240,7 +249,8 @@ run_user_code(const struct python_ctx *c, PyObject *code, PyObject *globals,
  * hostile source is only parsed once stage 1 is in force. */
 void python_mode_main(const struct python_ctx *c) {
   struct coil_error err = {0};
-  struct lockdown_opts lock = {.landlock = layer_on(c->disabled, LAYER_LANDLOCK),
+  struct lockdown_opts lock = {.landlock =
+                                   layer_on(c->disabled, LAYER_LANDLOCK),
                                .seccomp = layer_on(c->disabled, LAYER_SECCOMP),
                                .readable_root = c->readable_root};
 
@@ -275,7 +285,8 @@ void python_mode_main(const struct python_ctx *c) {
   log_debug("python: gate passed");
   /* 7. only the helpers the code names, plus the fixed pre-import list. */
   PyObject *globals = NULL;
-  int pre = guest_preimport((const char *const *)g.helpers, g.n_helpers, g.uses_codecs, &err);
+  int pre = guest_preimport((const char *const *)g.helpers, g.n_helpers,
+                            g.uses_codecs, &err);
   log_debug("python: preimport done");
   if (pre < 0 ||
       guest_globals((const char *const *)g.helpers, g.n_helpers,

@@ -12,8 +12,8 @@
 #include "cleanup.h"
 #include "layers.h"
 
-static int read_code(const char *bundle, const char *path, char **out, size_t *len,
-                     struct coil_error *err) {
+static int read_code(const char *bundle, const char *path, char **out,
+                     size_t *len, struct coil_error *err) {
   cleanup_free char *full = NULL;
   if (asprintf(&full, "%s%s%s", path[0] == '/' ? "" : bundle,
                path[0] == '/' ? "" : "/", path) < 0)
@@ -23,10 +23,12 @@ static int read_code(const char *bundle, const char *path, char **out, size_t *l
     return coil_error_sys(err, errno, "sandbox.python.code: open %s", full);
   struct stat sb;
   if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
-    return coil_error_set(err, EINVAL, "sandbox.python.code: %s is not a file", full);
+    return coil_error_set(err, EINVAL, "sandbox.python.code: %s is not a file",
+                          full);
   if (sb.st_size > PY_CODE_READ_MAX)
-    return coil_error_set(err, EFBIG, "sandbox.python.code: %s is over %d bytes",
-                          full, PY_CODE_READ_MAX);
+    return coil_error_set(err, EFBIG,
+                          "sandbox.python.code: %s is over %d bytes", full,
+                          PY_CODE_READ_MAX);
   cleanup_free char *buf = malloc((size_t)sb.st_size + 1);
   if (!buf)
     return coil_error_sys(err, ENOMEM, "sandbox.python.code");
@@ -48,9 +50,9 @@ static char *dup_bytes(const char *s, size_t n) {
   return d;
 }
 
-int python_setup(struct coil_config *cfg, const char *bundle, const char *rootfs,
-                 const struct coil_py_override *ov, struct python_setup *out,
-                 struct coil_error *err) {
+int python_setup(struct coil_config *cfg, const char *bundle,
+                 const char *rootfs, const struct coil_py_override *ov,
+                 struct python_setup *out, struct coil_error *err) {
   memset(out, 0, sizeof *out);
   const struct coil_sandbox *sb = &cfg->sandbox;
   size_t code_len = 0;
@@ -102,11 +104,12 @@ int python_setup(struct coil_config *cfg, const char *bundle, const char *rootfs
       .prefix = out->prefix,
       .readable_root = out->readable_root,
       .timeout = ov && ov->timeout > 0 ? ov->timeout
-                 : sb->has_timeout    ? sb->timeout
-                                      : PY_DEFAULT_TIMEOUT,
+                 : sb->has_timeout     ? sb->timeout
+                                       : PY_DEFAULT_TIMEOUT,
       .max_request = sb->has_max_request ? (size_t)sb->max_request
                                          : PY_DEFAULT_MAX_REQUEST,
-      .max_output = sb->has_max_output ? (size_t)sb->max_output : PY_DEFAULT_MAX_OUTPUT,
+      .max_output =
+          sb->has_max_output ? (size_t)sb->max_output : PY_DEFAULT_MAX_OUTPUT,
   };
   return 0;
 }

@@ -27,9 +27,9 @@ struct python_setup {
 };
 
 /* cfg must have sandbox.python. Edits cfg (layers, memory override). */
-int python_setup(struct coil_config *cfg, const char *bundle, const char *rootfs,
-                 const struct coil_py_override *ov, struct python_setup *out,
-                 struct coil_error *err);
+int python_setup(struct coil_config *cfg, const char *bundle,
+                 const char *rootfs, const struct coil_py_override *ov,
+                 struct python_setup *out, struct coil_error *err);
 void python_setup_free(struct python_setup *s);
 
 #endif

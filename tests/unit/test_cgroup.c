@@ -26,7 +26,8 @@
 static char tmp[64];
 
 /* printf into one of a few rotating buffers, so several can be live. */
-static const char *pf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static const char *pf(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
 static const char *pf(const char *fmt, ...) {
   static char bufs[8][PATH_MAX];
   static int next;
@@ -133,15 +134,24 @@ static void test_v2_full(void) {
   struct coil_hugepage_limit huge = {.page_size = ps, .limit = 4194304};
   char cpus[] = "0-1", mems[] = "0";
   struct coil_resources r = {
-      .has_memory_limit = true, .memory_limit = 64 << 20,
-      .has_memory_reservation = true, .memory_reservation = 32 << 20,
-      .has_memory_swap = true, .memory_swap = 96 << 20,
-      .has_pids_limit = true, .pids_limit = 100,
-      .has_cpu_shares = true, .cpu_shares = 1024,
-      .has_cpu_quota = true, .cpu_quota = 50000,
-      .has_cpu_period = true, .cpu_period = 100000,
-      .cpu_cpus = cpus, .cpu_mems = mems,
-      .hugepage_limits = &huge, .n_hugepage_limits = 1,
+      .has_memory_limit = true,
+      .memory_limit = 64 << 20,
+      .has_memory_reservation = true,
+      .memory_reservation = 32 << 20,
+      .has_memory_swap = true,
+      .memory_swap = 96 << 20,
+      .has_pids_limit = true,
+      .pids_limit = 100,
+      .has_cpu_shares = true,
+      .cpu_shares = 1024,
+      .has_cpu_quota = true,
+      .cpu_quota = 50000,
+      .has_cpu_period = true,
+      .cpu_period = 100000,
+      .cpu_cpus = cpus,
+      .cpu_mems = mems,
+      .hugepage_limits = &huge,
+      .n_hugepage_limits = 1,
   };
   struct coil_cgroup *cg = NULL;
   struct coil_error err = {0};
@@ -259,8 +269,7 @@ static void test_v2_paths(void) {
      rc ? err.msg : "ok");
   if (rc == 0) {
     rc = cgroup_destroy(cg, &err);
-    ok(rc == 0 && !exists(pf("%s/pre/c4", fs)) &&
-           exists(pf("%s/pre", fs)),
+    ok(rc == 0 && !exists(pf("%s/pre/c4", fs)) && exists(pf("%s/pre", fs)),
        "v2: destroy leaves the existing parent");
     cgroup_free(cg);
   }
@@ -307,9 +316,11 @@ static void test_v2_values(void) {
   static const struct {
     uint64_t shares;
     const char *weight;
-  } w[] = {{2, "1"}, {1024, "39"}, {262144, "10000"}, {0, "1"}, {1000000, "10000"}};
+  } w[] = {
+      {2, "1"}, {1024, "39"}, {262144, "10000"}, {0, "1"}, {1000000, "10000"}};
   for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
-    r = (struct coil_resources){.has_cpu_shares = true, .cpu_shares = w[i].shares};
+    r = (struct coil_resources){.has_cpu_shares = true,
+                                .cpu_shares = w[i].shares};
     is_str(v2_value(&env, &r, "cpu.weight"), w[i].weight,
            "v2: shares %llu -> weight %s", (unsigned long long)w[i].shares,
            w[i].weight);
@@ -322,15 +333,16 @@ static void test_v2_errors(void) {
   struct coil_cgroup *cg = NULL;
   struct coil_error err = {0};
 
-  static const char *const bad[] = {"a/../b", "../x", "/a/..", "a//b", "a/",
-                                    "/",      "",     "./a"};
+  static const char *const bad[] = {"a/../b", "../x", "/a/..", "a//b",
+                                    "a/",     "/",    "",      "./a"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     err.msg[0] = '\0';
     int rc = cgroup_create(&env, bad[i], "id", NULL, &cg, &err);
     ok(rc < 0 && cg == NULL && has(err.msg, "linux.cgroupsPath"),
        "v2: cgroupsPath \"%s\" rejected: %s", bad[i], err.msg);
   }
-  int rc = cgroup_create(&env, "system.slice:docker:abc", "id", NULL, &cg, &err);
+  int rc =
+      cgroup_create(&env, "system.slice:docker:abc", "id", NULL, &cg, &err);
   ok(rc < 0 && has(err.msg, "linux.cgroupsPath") && has(err.msg, "systemd"),
      "v2: systemd slice form rejected: %s", err.msg);
   rc = cgroup_create(&env, NULL, "a/b/../../..", NULL, &cg, &err);
@@ -340,8 +352,10 @@ static void test_v2_errors(void) {
      "v2: nothing created for rejected paths");
 
   /* swap < limit fails after the directories exist: all must go. */
-  struct coil_resources r = {.has_memory_limit = true, .memory_limit = 64 << 20,
-                             .has_memory_swap = true, .memory_swap = 32 << 20};
+  struct coil_resources r = {.has_memory_limit = true,
+                             .memory_limit = 64 << 20,
+                             .has_memory_swap = true,
+                             .memory_swap = 32 << 20};
   rc = cgroup_create(&env, NULL, "rb", &r, &cg, &err);
   ok(rc < 0 && has(err.msg, "linux.resources.memory.swap"),
      "v2: swap below the memory limit fails: %s", err.msg);
@@ -349,10 +363,12 @@ static void test_v2_errors(void) {
 
   /* A write that fails: cgroup.subtree_control made a directory. */
   char stc[PATH_MAX];
-  snprintf(stc, sizeof stc, "%s", pf("%s/user.slice/x/cgroup.subtree_control", fs));
+  snprintf(stc, sizeof stc, "%s",
+           pf("%s/user.slice/x/cgroup.subtree_control", fs));
   unlink(stc);
   mkdir(stc, 0755);
-  r = (struct coil_resources){.has_memory_limit = true, .memory_limit = 1 << 20};
+  r = (struct coil_resources){.has_memory_limit = true,
+                              .memory_limit = 1 << 20};
   rc = cgroup_create(&env, NULL, "rb2", &r, &cg, &err);
   ok(rc < 0 && has(err.msg, "linux.resources.memory.limit") &&
          has(err.msg, "cgroup.subtree_control"),
@@ -398,20 +414,25 @@ static void test_v2_errors(void) {
   ok(!exists(pf("%s/user.slice/x/coil", env.fs_root)), "v2: nothing created");
 
   struct coil_cgroup *back;
-  static const char *const bad_state[] = {
-      "", "coil-cgroup/1", "coil-cgroup/2 v2:-:0:/a/b", "coil-cgroup/1 v3:-:0:/a/b",
-      "coil-cgroup/1 v2:bogus:0:/a/b", "coil-cgroup/1 v2:-:2:/a/b",
-      "coil-cgroup/1 v2:-:0:a/b", "coil-cgroup/1 v2:-:0:/a/../b",
-      "coil-cgroup/1 v2:-:0:/a%2", "coil-cgroup/1 v2:-:0:/a%00",
-      "coil-cgroup/1 v2:-:/a"};
+  static const char *const bad_state[] = {"",
+                                          "coil-cgroup/1",
+                                          "coil-cgroup/2 v2:-:0:/a/b",
+                                          "coil-cgroup/1 v3:-:0:/a/b",
+                                          "coil-cgroup/1 v2:bogus:0:/a/b",
+                                          "coil-cgroup/1 v2:-:2:/a/b",
+                                          "coil-cgroup/1 v2:-:0:a/b",
+                                          "coil-cgroup/1 v2:-:0:/a/../b",
+                                          "coil-cgroup/1 v2:-:0:/a%2",
+                                          "coil-cgroup/1 v2:-:0:/a%00",
+                                          "coil-cgroup/1 v2:-:/a"};
   for (size_t i = 0; i < sizeof bad_state / sizeof *bad_state; i++) {
     back = NULL;
     rc = cgroup_deserialize(bad_state[i], &back, &err);
     ok(rc < 0 && back == NULL, "deserialize rejects \"%s\": %s", bad_state[i],
        err.msg);
   }
-  rc = cgroup_deserialize("coil-cgroup/1 v1:cpu,cpuacct:1:/x/a%20b%3Ac/y", &back,
-                          &err);
+  rc = cgroup_deserialize("coil-cgroup/1 v1:cpu,cpuacct:1:/x/a%20b%3Ac/y",
+                          &back, &err);
   ok(rc == 0 && !strcmp(back->dirs[0].path, "/x/a b:c/y") &&
          back->dirs[0].ctrls == (CG_BIT(CG_CPU) | CG_BIT(CG_CPUACCT)),
      "deserialize decodes escapes and controller lists");
@@ -455,13 +476,20 @@ static void test_hybrid(void) {
   struct coil_cgroup_env env = hybrid_tree(false);
   const char *fs = env.fs_root;
   struct coil_resources r = {
-      .has_memory_limit = true, .memory_limit = 64 << 20,
-      .has_memory_reservation = true, .memory_reservation = 32 << 20,
-      .has_memory_swap = true, .memory_swap = 96 << 20,
-      .has_pids_limit = true, .pids_limit = 0,
-      .has_cpu_shares = true, .cpu_shares = 512,
-      .has_cpu_quota = true, .cpu_quota = 50000,
-      .has_cpu_period = true, .cpu_period = 100000,
+      .has_memory_limit = true,
+      .memory_limit = 64 << 20,
+      .has_memory_reservation = true,
+      .memory_reservation = 32 << 20,
+      .has_memory_swap = true,
+      .memory_swap = 96 << 20,
+      .has_pids_limit = true,
+      .pids_limit = 0,
+      .has_cpu_shares = true,
+      .cpu_shares = 512,
+      .has_cpu_quota = true,
+      .cpu_quota = 50000,
+      .has_cpu_period = true,
+      .cpu_period = 100000,
   };
   struct coil_cgroup *cg = NULL;
   struct coil_error err = {0};
@@ -498,13 +526,13 @@ static void test_hybrid(void) {
   ok(!exists(pf("%s/devices/coil", fs)) && !exists(pf("%s/systemd/coil", fs)) &&
          !exists(pf("%s/blkio/coil", fs)),
      "hybrid: devices, name=systemd and a bare mount point left alone");
-  ok(cg->n == 6, "hybrid: 6 hierarchies (unified, memory, pids, cpu, "
-                 "cpuacct, cpuset): %zu",
+  ok(cg->n == 6,
+     "hybrid: 6 hierarchies (unified, memory, pids, cpu, "
+     "cpuacct, cpuset): %zu",
      cg->n);
 
   rc = cgroup_enter(cg, 777, &err);
-  ok(rc == 0 &&
-         !strcmp(get(pf("%s/cgroup.procs", mem)), "777") &&
+  ok(rc == 0 && !strcmp(get(pf("%s/cgroup.procs", mem)), "777") &&
          !strcmp(get(pf("%s/cpuset/coil/h1/cgroup.procs", fs)), "777") &&
          !strcmp(get(pf("%s/unified/coil/h1/cgroup.procs", fs)), "777"),
      "hybrid: enter writes every hierarchy's cgroup.procs");
@@ -533,7 +561,8 @@ static void test_hybrid(void) {
   rc = cgroup_destroy(back ? back : cg, &err);
   ok(rc == 0, "hybrid: destroy (%s)", rc ? err.msg : "ok");
   bool gone = !exists(pf("%s/memory/mem/x/coil", fs));
-  static const char *const h[] = {"unified", "pids", "cpu", "cpuacct", "cpuset"};
+  static const char *const h[] = {"unified", "pids", "cpu", "cpuacct",
+                                  "cpuset"};
   for (size_t i = 0; i < sizeof h / sizeof *h; i++)
     gone = gone && !exists(pf("%s/%s/coil", fs, h[i]));
   ok(gone && exists(pf("%s/memory/mem/x", fs)),
@@ -542,8 +571,10 @@ static void test_hybrid(void) {
   cgroup_free(cg);
 
   char cpus[] = "1", mems[] = "0";
-  r = (struct coil_resources){.cpu_cpus = cpus, .cpu_mems = mems,
-                              .has_cpu_quota = true, .cpu_quota = -1};
+  r = (struct coil_resources){.cpu_cpus = cpus,
+                              .cpu_mems = mems,
+                              .has_cpu_quota = true,
+                              .cpu_quota = -1};
   rc = cgroup_create(&env, NULL, "h2", &r, &cg, &err);
   ok(rc == 0, "hybrid: create with cpuset limits (%s)", rc ? err.msg : "ok");
   if (rc == 0) {
@@ -558,12 +589,14 @@ static void test_hybrid(void) {
   }
 
   unlink(pf("%s/memory/memory.memsw.limit_in_bytes", fs));
-  r = (struct coil_resources){.has_memory_limit = true, .memory_limit = 1 << 20,
-                              .has_memory_swap = true, .memory_swap = 2 << 20};
+  r = (struct coil_resources){.has_memory_limit = true,
+                              .memory_limit = 1 << 20,
+                              .has_memory_swap = true,
+                              .memory_swap = 2 << 20};
   printf("# a warning about swap accounting is expected next\n");
   rc = cgroup_create(&env, NULL, "h3", &r, &cg, &err);
-  ok(rc == 0 && !exists(pf("%s/memory/mem/x/coil/h3/memory.memsw.limit_in_bytes",
-                           fs)),
+  ok(rc == 0 &&
+         !exists(pf("%s/memory/mem/x/coil/h3/memory.memsw.limit_in_bytes", fs)),
      "v1: no swap accounting: swap skipped with a warning (%s)",
      rc ? err.msg : "ok");
   if (rc == 0) {

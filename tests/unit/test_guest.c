@@ -713,7 +713,8 @@ int main(void) {
   int rc = guest_preimport(all_helpers, N_HELPERS, true, &err);
   ok(rc == 0, "preimport every helper (%s)", rc ? err.msg : "ok");
   const char *bogus[] = {"os"};
-  ok(guest_preimport(bogus, 1, true, &err) < 0 && strstr(err.msg, "unknown helper"),
+  ok(guest_preimport(bogus, 1, true, &err) < 0 &&
+         strstr(err.msg, "unknown helper"),
      "an unknown helper name is an error: %s", err.msg);
   rc = guest_globals(all_helpers, N_HELPERS, true, &guest, &err);
   ok(rc == 0, "restricted globals (%s)", rc ? err.msg : "ok");

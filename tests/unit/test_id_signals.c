@@ -11,7 +11,8 @@ static void test_ids(void) {
   const char *good[] = {"a", "abc-123", "A_b.c+d", "..a", "x..y"};
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
     ok(id_validate(good[i], &err) == 0, "id \"%s\" accepted", good[i]);
-  const char *bad[] = {"", ".", "..", "../x", "a/b", "/", "a b", "a\nb", "é", "a:b"};
+  const char *bad[] = {"",  ".",   "..",   "../x", "a/b",
+                       "/", "a b", "a\nb", "é",    "a:b"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     int r = id_validate(bad[i], &err);
     ok(r < 0 && strstr(err.msg, "container id"), "bad id #%zu refused: %s", i,
@@ -33,18 +34,28 @@ static void test_signals(void) {
   struct {
     const char *in;
     int want;
-  } good[] = {{"TERM", SIGTERM},   {"SIGTERM", SIGTERM}, {"term", SIGTERM},
-              {"sigkill", SIGKILL}, {"9", SIGKILL},       {"15", SIGTERM},
-              {"HUP", SIGHUP},     {"SIGUSR1", SIGUSR1}, {"WINCH", SIGWINCH},
-              {"RTMIN", SIGRTMIN}, {"RTMIN+2", SIGRTMIN + 2},
-              {"SIGRTMAX-1", SIGRTMAX - 1}, {"CHLD", SIGCHLD}, {"IOT", SIGABRT}};
+  } good[] = {{"TERM", SIGTERM},
+              {"SIGTERM", SIGTERM},
+              {"term", SIGTERM},
+              {"sigkill", SIGKILL},
+              {"9", SIGKILL},
+              {"15", SIGTERM},
+              {"HUP", SIGHUP},
+              {"SIGUSR1", SIGUSR1},
+              {"WINCH", SIGWINCH},
+              {"RTMIN", SIGRTMIN},
+              {"RTMIN+2", SIGRTMIN + 2},
+              {"SIGRTMAX-1", SIGRTMAX - 1},
+              {"CHLD", SIGCHLD},
+              {"IOT", SIGABRT}};
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
     int sig = -1;
     int r = signal_parse(good[i].in, &sig, &err);
-    ok(r == 0 && sig == good[i].want, "signal \"%s\" = %d", good[i].in, good[i].want);
+    ok(r == 0 && sig == good[i].want, "signal \"%s\" = %d", good[i].in,
+       good[i].want);
   }
-  const char *bad[] = {"", "FOO", "SIG", "0", "65", "-1", "9x", "RTMIN-1", "RTMAX+1",
-                       "99999999999"};
+  const char *bad[] = {"",   "FOO", "SIG",     "0",       "65",
+                       "-1", "9x",  "RTMIN-1", "RTMAX+1", "99999999999"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     int sig;
     ok(signal_parse(bad[i], &sig, &err) < 0 && strstr(err.msg, "signal"),

@@ -61,9 +61,11 @@ static void none_in(PyObject *g, const char *name, const char *what) {
   }
 }
 
-static PyMethodDef loads_def = {"loads", (PyCFunction)(void (*)(void))json_c_loads,
+static PyMethodDef loads_def = {"loads",
+                                (PyCFunction)(void (*)(void))json_c_loads,
                                 METH_VARARGS | METH_KEYWORDS, NULL};
-static PyMethodDef dumps_def = {"dumps", (PyCFunction)(void (*)(void))json_c_dumps,
+static PyMethodDef dumps_def = {"dumps",
+                                (PyCFunction)(void (*)(void))json_c_dumps,
                                 METH_VARARGS | METH_KEYWORDS, NULL};
 
 /* Before anything imports json: the helper must not. */
@@ -88,9 +90,14 @@ static void test_helper_imports_nothing(void) {
               "assert json.dumps((1, 'x')) == '[1, \"x\"]'\n");
   ok(rc == 0, "guest: import json; loads/dumps work, UTF-16/32 bytes too");
   PyObject *mods = PyImport_GetModuleDict();
-  const char *const absent[] = {"json", "json.decoder", "json.scanner",
-                                "re", "enum", "encodings.utf_16",
-                                "encodings.utf_32", "encodings.utf_16_le",
+  const char *const absent[] = {"json",
+                                "json.decoder",
+                                "json.scanner",
+                                "re",
+                                "enum",
+                                "encodings.utf_16",
+                                "encodings.utf_32",
+                                "encodings.utf_16_le",
                                 "encodings.utf_8_sig"};
   bool clean = true;
   for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++)
@@ -143,10 +150,12 @@ static const char loads_corpus[] =
     "  '1234567890123456789', '-9223372036854775809', '9' * 400,\n"
     "  '1.5', '0.1', '-0.0', '1e308', '1e309', '-1e400', '2.5e-324', '1E2',\n"
     "  '1e+2', '1e-2', '1.0e5', 'NaN', 'Infinity', '-Infinity', '[NaN, 1]',\n"
-    "  'true', 'false', 'null', ' \\t\\n\\r 1 \\r\\n', '{\"a\": 1, \"a\": 2}',\n"
+    "  'true', 'false', 'null', ' \\t\\n\\r 1 \\r\\n', '{\"a\": 1, \"a\": "
+    "2}',\n"
     "  '{\"b\": [1, 2.5, null, \"x\"], \"a\": true}',\n"
     "  '[[[[[]]]], {\"\": {\"\": [{}]}}]',\n"
-    "  '\"\\\\u00e9\\\\ud83d\\\\ude00\\\\u0000\\\\\"\\\\\\\\\\\\/\\\\b\\\\f\\\\n"
+    "  "
+    "'\"\\\\u00e9\\\\ud83d\\\\ude00\\\\u0000\\\\\"\\\\\\\\\\\\/\\\\b\\\\f\\\\n"
     "\\\\r\\\\t\"',\n"
     "  '\"\\\\ud800\"', '\"\\\\udc00\\\\ud800x\"', '\"\\\\ud800\\\\u0041\"',\n"
     "  '\"\\\\ud800\\\\ud800\\\\udc00\"', '\"\\\\uD83D\\\\uDE00\"',\n"
@@ -154,16 +163,20 @@ static const char loads_corpus[] =
     "  '', ' ', '[', ']', '{', '}', '[1,]', '{\"a\":1,}', '[1 2]',\n"
     "  '{\"a\" 1}', '{\"a\":1 \"b\":2}', '{1: 2}', \"{'a': 1}\", '[1,,2]',\n"
     "  '\"abc', '\"a\\\\', '\"\\\\x\"', '\"\\\\u12\"', '\"\\\\u00zz\"',\n"
-    "  '\"\\\\u0041', '\"\\\\ud800\\\\uzz00\"', '\"\\\\ud800\\\\u00', '\"\\x01\"',\n"
+    "  '\"\\\\u0041', '\"\\\\ud800\\\\uzz00\"', '\"\\\\ud800\\\\u00', "
+    "'\"\\x01\"',\n"
     "  '\"a\\nb\"', '\"\\x7f\"', '-', '-I', '-Inf', '1.', '.5', '1e', '1e+',\n"
     "  '01', '00', '-01', '1.5.2', '+1', 'nul', 'tru', 'nulll', 'NaNa',\n"
-    "  'Infinit', 'True', 'None', '1 2', '[1]x', '[1]\\n\\nx', '\\n\\n  [1,\\n 2,]',\n"
-    "  '\\ufeff[1]', '[1]\\ufeff', '[\"\\u00e9\", 1,]', '[\"\\U0001f600\", x]',\n"
+    "  'Infinit', 'True', 'None', '1 2', '[1]x', '[1]\\n\\nx', '\\n\\n  [1,\\n "
+    "2,]',\n"
+    "  '\\ufeff[1]', '[1]\\ufeff', '[\"\\u00e9\", 1,]', '[\"\\U0001f600\", "
+    "x]',\n"
     "  '1' * 5000, '[' + '1' * 5000 + ']', '[1e' + '9' * 50 + ']',\n"
     "  '[' * 500 + ']' * 500, '{\"a\":' * 300 + '1' + '}' * 300,\n"
     "]\n"
     "cases = [((d,), {}) for d in docs]\n"
-    "cases += [((d.encode('utf-8'),), {}) for d in docs if '\\ud800' not in d]\n"
+    "cases += [((d.encode('utf-8'),), {}) for d in docs if '\\ud800' not in "
+    "d]\n"
     "cases += [((bytearray(d.encode('utf-8')),), {}) for d in docs[:40]\n"
     "          if '\\ud800' not in d]\n"
     "for enc in ('utf-8-sig', 'utf-16', 'utf-16-le', 'utf-16-be', 'utf-32',\n"
@@ -172,7 +185,8 @@ static const char loads_corpus[] =
     "              '\"x\"', '[1,]'):\n"
     "        cases.append(((d.encode(enc),), {}))\n"
     "bin = [b'\\xff', b'[\"\\xff\"]', b'\\x00', b'\\x00\\x00', b'1\\x00',\n"
-    "       b'\\x00\\x001\\x00', b'[\"\\xed\\xa0\\x80\"]', b'\\xfe\\xff\\x00',\n"
+    "       b'\\x00\\x001\\x00', b'[\"\\xed\\xa0\\x80\"]', "
+    "b'\\xfe\\xff\\x00',\n"
     "       b'\\xef\\xbb\\xbf\\xef\\xbb\\xbf1', b'\\xc3']\n"
     "cases += [((b,), {}) for b in bin]\n"
     "cases += [((x,), {}) for x in (1, None, [], 1.5, {'a': 1})]\n"
@@ -184,7 +198,8 @@ static const char loads_fuzz[] =
     "seeds = ['{\"a\": [1, -2.5e3, \"x\\\\ny\", true, null], \"b\": {}}',\n"
     "         '[\"\\\\ud83d\\\\ude00\", \"\\u00e9\", 0, -0.0, NaN, 1E-5]',\n"
     "         '{\"k\": {\"l\": [[], [{}], \"\\\\u0041\\\\\\\\\"]}}']\n"
-    "alphabet = list('{}[]:,\"\\\\ \\n01-+.eEtrufalsnNI\\u00e9') + ['\\\\u', 'ud8']\n"
+    "alphabet = list('{}[]:,\"\\\\ \\n01-+.eEtrufalsnNI\\u00e9') + ['\\\\u', "
+    "'ud8']\n"
     "cases = []\n"
     "for i in range(20000):\n"
     "    s = list(rng.choice(seeds))\n"
@@ -207,8 +222,10 @@ static const char dumps_corpus[] =
     "  None, True, False, 0, -1, 2 ** 63, -2 ** 63 - 1, big, -big,\n"
     "  1.5, 0.1, -0.0, 0.0, 1e308, 1e-320, 5e-324, 1e16, 123456789.0,\n"
     "  float('nan'), float('inf'), float('-inf'), '', 'abc',\n"
-    "  '\"\\\\/\\n\\r\\t\\b\\f\\x00\\x01\\x1f\\x7f\\x80\\u00e9\\u20ac\\uffff',\n"
-    "  '\\U0001f600\\U0010ffff\\ud800\\udfff', [], {}, (), [[]], [{}], {'a': []},\n"
+    "  "
+    "'\"\\\\/\\n\\r\\t\\b\\f\\x00\\x01\\x1f\\x7f\\x80\\u00e9\\u20ac\\uffff',\n"
+    "  '\\U0001f600\\U0010ffff\\ud800\\udfff', [], {}, (), [[]], [{}], {'a': "
+    "[]},\n"
     "  [1, 'a', None, True, 2.5], (1, (2, (3,))), [[1, [2, [3, {}]]], {}],\n"
     "  {'b': 1, 'a': [1, 2, {'z': None, 'y': ()}], 'c': {'x': {}}},\n"
     "  {1: 'int', 2.5: 'float', True: 't', False: 'f', None: 'n'},\n"
@@ -253,17 +270,20 @@ static const char dumps_roundtrip[] =
     "    if r == 0: return rng.randint(-10 ** 30, 10 ** 30)\n"
     "    if r == 1: return rng.uniform(-1e300, 1e300) * rng.random()\n"
     "    if r == 2: return ''.join(chr(rng.choice([rng.randrange(128),\n"
-    "                   rng.randrange(0x110000)])) for _ in range(rng.randrange(8)))\n"
+    "                   rng.randrange(0x110000)])) for _ in "
+    "range(rng.randrange(8)))\n"
     "    if r == 3: return rng.choice([None, True, False])\n"
     "    if r in (4, 5, 6): return rng.randrange(1000) / 8\n"
     "    if r == 7: return [gen(d + 1) for _ in range(rng.randrange(4))]\n"
     "    if r == 8: return tuple(gen(d + 1) for _ in range(rng.randrange(3)))\n"
-    "    return {rng.choice(['a', 'b', 'c', 'd', '\\u00e9', 'z' * 3]): gen(d + 1)\n"
+    "    return {rng.choice(['a', 'b', 'c', 'd', '\\u00e9', 'z' * 3]): gen(d + "
+    "1)\n"
     "            for _ in range(rng.randrange(5))}\n"
     "cases = []\n"
     "for i in range(3000):\n"
     "    cases.append(((gen(0),), rng.choice([{}, {'sort_keys': True},\n"
-    "                  {'indent': 2}, {'indent': '\\t', 'sort_keys': True}])))\n"
+    "                  {'indent': 2}, {'indent': '\\t', 'sort_keys': "
+    "True}])))\n"
     "bad = differ(cases, my_dumps, json.dumps)\n"
     "bad += differ([((json.dumps(a[0], **k),), {}) for a, k in cases],\n"
     "              my_loads, json.loads)\n";
@@ -314,13 +334,15 @@ static void test_differential(void) {
   ok(run(g, prelude) == 0, "prelude");
 
   if (run(g, loads_corpus) == 0)
-    none_in(g, "bad", "loads: corpus (str, bytes, BOM, UTF-16/32, errors) "
-                      "as the stdlib");
+    none_in(g, "bad",
+            "loads: corpus (str, bytes, BOM, UTF-16/32, errors) "
+            "as the stdlib");
   else
     ok(0, "loads corpus ran");
   if (run(g, loads_fuzz) == 0) {
-    none_in(g, "bad", "loads: 20000 mutated documents as the stdlib "
-                      "(value or error message and position)");
+    none_in(g, "bad",
+            "loads: 20000 mutated documents as the stdlib "
+            "(value or error message and position)");
     long n_ok = PyLong_AsLong(get(g, "n_ok"));
     ok(n_ok > 500 && n_ok < 19500, "fuzz mixes valid and invalid (%ld valid)",
        n_ok);
@@ -328,8 +350,9 @@ static void test_differential(void) {
     ok(0, "loads fuzz ran");
   }
   if (run(g, dumps_corpus) == 0)
-    none_in(g, "bad", "dumps: corpus x indent/sort_keys as the stdlib "
-                      "(output or error)");
+    none_in(g, "bad",
+            "dumps: corpus x indent/sort_keys as the stdlib "
+            "(output or error)");
   else
     ok(0, "dumps corpus ran");
   if (run(g, dumps_roundtrip) == 0)
@@ -346,8 +369,7 @@ static void test_differential(void) {
     ok(strncmp(m, want, strlen(want)) == 0, "loads of 100000 '[': %s", m);
     s = get(g, "deep_loads_obj");
     m = s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : "";
-    ok(strncmp(m, want, strlen(want)) == 0, "loads of 100000 '{\"a\":': %s",
-       m);
+    ok(strncmp(m, want, strlen(want)) == 0, "loads of 100000 '{\"a\":': %s", m);
     ok(PyList_Check(get(g, "at_limit")), "loads of %d levels works",
        JSON_C_MAX_DEPTH);
     s = get(g, "over_limit");
