@@ -2,8 +2,11 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 #include <strings.h>
 #include <sys/capability.h>
 
@@ -240,4 +243,19 @@ int caps_apply(const struct coil_caps *c, struct coil_error *err) {
   /* Last: the kernel only keeps ambient capabilities that are both
    * permitted and inheritable, so those sets must be final. */
   return set_ambient(sets[COIL_CAP_AMBIENT], err);
+}
+
+int caps_switch_ids(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups,
+                    struct coil_error *err) {
+  if (prctl(PR_SET_KEEPCAPS, 1) < 0)
+    return coil_error_sys(err, errno, "prctl(PR_SET_KEEPCAPS)");
+  if (setgroups(n_groups, groups) < 0)
+    return coil_error_sys(err, errno, "process.user.additionalGids: setgroups");
+  if (setresgid(gid, gid, gid) < 0)
+    return coil_error_sys(err, errno, "process.user.gid: setresgid(%u)", gid);
+  if (setresuid(uid, uid, uid) < 0)
+    return coil_error_sys(err, errno, "process.user.uid: setresuid(%u)", uid);
+  if (prctl(PR_SET_KEEPCAPS, 0) < 0)
+    return coil_error_sys(err, errno, "prctl(PR_SET_KEEPCAPS)");
+  return 0;
 }

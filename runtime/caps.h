@@ -4,7 +4,9 @@
 #define COIL_CAPS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "config.h"
 #include "error.h"
@@ -17,6 +19,13 @@ struct coil_caps {
 /* Unknown names are skipped with a warning (runc does the same). */
 int caps_parse(const struct coil_process *p, struct coil_caps *out,
                struct coil_error *err);
+
+/* Switches to uid/gid with exactly these supplementary groups, keeping the
+ * permitted capabilities across the switch (PR_SET_KEEPCAPS) so that
+ * caps_apply can still shape every set afterwards. Errors name the
+ * process.user field. */
+int caps_switch_ids(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups,
+                    struct coil_error *err);
 
 /* Drops the bounding set to sets[BOUNDING], then sets effective, permitted
  * and inheritable, then the ambient set. Without a configured set all

@@ -158,12 +158,17 @@ static int write_pid_file(const char *path, pid_t pid, struct coil_error *err) {
   return 0;
 }
 
-/* Binds the start socket through /proc/self/fd so a long --root or id
- * never overflows sun_path. */
-static int start_socket_listen(int dirfd, struct coil_error *err) {
+/* The start socket's address goes through /proc/self/fd, so a long --root
+ * or id never overflows sun_path. */
+static struct sockaddr_un start_socket_addr(int dirfd) {
   struct sockaddr_un addr = {.sun_family = AF_UNIX};
   snprintf(addr.sun_path, sizeof addr.sun_path, "/proc/self/fd/%d/start.sock",
            dirfd);
+  return addr;
+}
+
+static int start_socket_listen(int dirfd, struct coil_error *err) {
+  struct sockaddr_un addr = start_socket_addr(dirfd);
   cleanup_close int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0)
     return coil_error_sys(err, errno, "start socket");
@@ -540,9 +545,7 @@ static int load_state_config(const char *root, const char *id,
 
 /* Connects to init's start socket; returns the fd or -1. */
 static int start_socket_connect(int dirfd, struct coil_error *err) {
-  struct sockaddr_un addr = {.sun_family = AF_UNIX};
-  snprintf(addr.sun_path, sizeof addr.sun_path, "/proc/self/fd/%d/start.sock",
-           dirfd);
+  struct sockaddr_un addr = start_socket_addr(dirfd);
   cleanup_close int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0)
     return coil_error_sys(err, errno, "start socket");

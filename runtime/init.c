@@ -130,18 +130,9 @@ static int drop_privileges(const struct init_ctx *c, struct coil_error *err) {
     return -1;
   if (seccomp_first && seccomp_profile_load(c->seccomp, err) < 0)
     return -1;
-  if (prctl(PR_SET_KEEPCAPS, 1) < 0)
-    return coil_error_sys(err, errno, "prctl(PR_SET_KEEPCAPS)");
-  if (setgroups(p->n_additional_gids, (const gid_t *)p->additional_gids) < 0)
-    return coil_error_sys(err, errno, "process.user.additionalGids: setgroups");
-  if (setresgid(p->gid, p->gid, p->gid) < 0)
-    return coil_error_sys(err, errno, "process.user.gid: setresgid(%u)",
-                          p->gid);
-  if (setresuid(p->uid, p->uid, p->uid) < 0)
-    return coil_error_sys(err, errno, "process.user.uid: setresuid(%u)",
-                          p->uid);
-  if (prctl(PR_SET_KEEPCAPS, 0) < 0)
-    return coil_error_sys(err, errno, "prctl(PR_SET_KEEPCAPS)");
+  if (caps_switch_ids(p->uid, p->gid, (const gid_t *)p->additional_gids,
+                      p->n_additional_gids, err) < 0)
+    return -1;
   if (caps_apply(c->caps, err) < 0)
     return -1;
   if (p->no_new_privileges && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)

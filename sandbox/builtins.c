@@ -6,6 +6,7 @@
  * types and exceptions cannot be wrapped and are limited by the AST layer.
  * Also here: print() into a bounded capture buffer (stdout carries the
  * response) and the __import__ shim of 3.4. */
+#include "embed.h"
 #include "guest.h"
 
 #include <stdlib.h>
@@ -324,7 +325,7 @@ int guest_globals(const char *const *helpers, size_t n, bool restricted,
   PyObject *b = builtins_new(map, restricted);
   Py_DECREF(map);
   if (!b)
-    return guest_py_error(err, "guest builtins");
+    return embed_py_error(err, "guest builtins");
   PyObject *main_name = PyUnicode_FromString("__main__");
   PyObject *g = main_name ? PyDict_New() : NULL;
   int rc = g ? PyDict_SetItemString(g, "__builtins__", b) : -1;
@@ -334,7 +335,7 @@ int guest_globals(const char *const *helpers, size_t n, bool restricted,
   Py_XDECREF(main_name);
   if (rc < 0) {
     Py_XDECREF(g);
-    return guest_py_error(err, "guest globals");
+    return embed_py_error(err, "guest globals");
   }
   *globals = g;
   return 0;

@@ -69,3 +69,20 @@ int embed_init(const char *prefix, struct coil_error *err) {
     return status_error(st, "initialise", err);
   return 0;
 }
+
+int embed_py_error(struct coil_error *err, const char *what) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  PyObject *s = value ? PyObject_Str(value) : NULL;
+  const char *msg = s ? PyUnicode_AsUTF8(s) : NULL;
+  coil_error_set(err, 0, "%s: %s: %s", what,
+                 type ? ((PyTypeObject *)type)->tp_name : "error",
+                 msg ? msg : "(no message)");
+  Py_XDECREF(s);
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+  PyErr_Clear();
+  return -1;
+}

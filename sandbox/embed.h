@@ -10,4 +10,8 @@
  * added before this, so it sees initialisation). */
 int embed_init(const char *prefix, struct coil_error *err);
 
+/* Moves the pending Python exception into err ("what: Type: message"),
+ * clears it, and returns -1. */
+int embed_py_error(struct coil_error *err, const char *what);
+
 #endif

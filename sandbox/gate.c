@@ -2,6 +2,7 @@
  * embedded Python policy (gate_policy.py) owns parsing, the AST allowlist
  * and compiling the checked tree. See gate-design.md section 2. */
 #include "gate.h"
+#include "embed.h"
 
 #include <errno.h>
 #include <marshal.h>
@@ -31,25 +32,6 @@ static PyObject *policy_check;
 
 static inline void py_decrefp(PyObject **p) { Py_XDECREF(*p); }
 #define cleanup_py __attribute__((cleanup(py_decrefp)))
-
-/* Moves the pending Python exception into err ("what: Type: message"). */
-static int py_error(struct coil_error *err, const char *what) {
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  PyErr_NormalizeException(&type, &value, &tb);
-  PyObject *s = value ? PyObject_Str(value) : NULL;
-  const char *msg = s ? PyUnicode_AsUTF8(s) : NULL;
-  if (!msg)
-    PyErr_Clear();
-  coil_error_set(err, 0, "%s: %s: %s", what,
-                 type ? ((PyTypeObject *)type)->tp_name : "error",
-                 msg ? msg : "(no message)");
-  Py_XDECREF(s);
-  Py_XDECREF(type);
-  Py_XDECREF(value);
-  Py_XDECREF(tb);
-  return -1;
-}
 
 void gate_limits_default(struct gate_limits *l) {
   l->max_source = 64 * 1024;
@@ -128,7 +110,7 @@ static int decode_source(const char *src, size_t len, PyObject **str,
   if (*str)
     return 0;
   if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
-    return py_error(err, "gate: decoding the source");
+    return embed_py_error(err, "gate: decoding the source");
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
   PyErr_NormalizeException(&type, &value, &tb);
@@ -138,7 +120,7 @@ static int decode_source(const char *src, size_t len, PyObject **str,
   Py_XDECREF(value);
   Py_XDECREF(tb);
   if (rc < 0)
-    return py_error(err, "gate: decoding the source");
+    return embed_py_error(err, "gate: decoding the source");
   int line, col;
   byte_pos(src, len, (size_t)start, &line, &col);
   return add_violation(
@@ -182,13 +164,13 @@ static int policy_load(struct coil_error *err) {
   cleanup_py PyObject *code = PyMarshal_ReadObjectFromString(
       (const char *)policy_src, (Py_ssize_t)sizeof policy_src);
   if (!code)
-    return py_error(err, "gate policy");
+    return embed_py_error(err, "gate policy");
   cleanup_py PyObject *ns = PyDict_New();
   if (!ns || PyDict_SetItemString(ns, "__builtins__", PyEval_GetBuiltins()) < 0)
-    return py_error(err, "gate policy");
+    return embed_py_error(err, "gate policy");
   cleanup_py PyObject *r = PyEval_EvalCode(code, ns, ns);
   if (!r)
-    return py_error(err, "gate policy");
+    return embed_py_error(err, "gate policy");
   if (policy_helpers_match(ns, err) < 0)
     return -1;
   PyObject *fn = PyDict_GetItemString(ns, "check");
@@ -208,13 +190,13 @@ static int take_result(PyObject *r, struct gate_result *out,
   PyObject *viol, *helpers, *code;
   if (!PyArg_ParseTuple(r, "O!O!O;gate policy: check() result", &PyList_Type,
                         &viol, &PyList_Type, &helpers, &code))
-    return py_error(err, "gate");
+    return embed_py_error(err, "gate");
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(viol); i++) {
     int line, col;
     const char *msg;
     if (!PyArg_ParseTuple(PyList_GET_ITEM(viol, i),
                           "iis;gate policy: violation", &line, &col, &msg))
-      return py_error(err, "gate");
+      return embed_py_error(err, "gate");
     if (add_violation(out, line, col, err, "%s", msg) < 0)
       return -1;
   }
@@ -224,7 +206,7 @@ static int take_result(PyObject *r, struct gate_result *out,
   for (Py_ssize_t i = 0; i < nh; i++) {
     const char *h = PyUnicode_AsUTF8(PyList_GET_ITEM(helpers, i));
     if (!h)
-      return py_error(err, "gate: helper name");
+      return embed_py_error(err, "gate: helper name");
     /* The policy marks codec use with a name no helper can have. */
     if (strcmp(h, "#codecs") == 0) {
       out->uses_codecs = true;
@@ -250,12 +232,12 @@ static int run_policy(PyObject *str, const char *filename,
     return -1;
   cleanup_py PyObject *fname = PyUnicode_DecodeFSDefault(filename);
   if (!fname)
-    return py_error(err, "gate: file name");
+    return embed_py_error(err, "gate: file name");
   cleanup_py PyObject *r = PyObject_CallFunction(
       policy_check, "OOnnO", str, fname, ssize_limit(lim->max_nodes),
       ssize_limit(lim->max_depth), check_ast ? Py_True : Py_False);
   if (!r)
-    return py_error(err, "gate policy");
+    return embed_py_error(err, "gate policy");
   if (take_result(r, out, err) < 0)
     return -1;
   if (!check_ast) {

@@ -74,8 +74,4 @@ int guest_is_plain(PyObject *o);
 PyObject *guest_helpers_new(const char *const *helpers, size_t n,
                             struct coil_error *err);
 
-/* Fills err from the pending Python exception ("what: Type: message"),
- * clears it, returns -1. */
-int guest_py_error(struct coil_error *err, const char *what);
-
 #endif

@@ -77,6 +77,7 @@
  * TYPE  the C type itself; INT an exact int; DATA a plain constant
  * Every proxied helper also rebuilds escaping exceptions as builtin
  * exceptions with plain args, no traceback and no context (proxy.c). */
+#include "embed.h"
 #include "guest.h"
 #include "json_c.h"
 
@@ -573,23 +574,6 @@ static const char codec_preimport[] =
 
 /* ---- building ----------------------------------------------------------- */
 
-int guest_py_error(struct coil_error *err, const char *what) {
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  PyErr_NormalizeException(&type, &value, &tb);
-  PyObject *s = value ? PyObject_Str(value) : NULL;
-  const char *msg = s ? PyUnicode_AsUTF8(s) : NULL;
-  coil_error_set(err, 0, "%s: %s: %s", what,
-                 type ? ((PyTypeObject *)type)->tp_name : "error",
-                 msg ? msg : "(no message)");
-  Py_XDECREF(s);
-  Py_XDECREF(type);
-  Py_XDECREF(value);
-  Py_XDECREF(tb);
-  PyErr_Clear();
-  return -1;
-}
-
 static const struct helper *helper_find(const char *name) {
   for (size_t i = 0; i < sizeof helpers / sizeof helpers[0]; i++)
     if (strcmp(helpers[i].name, name) == 0)
@@ -608,7 +592,7 @@ static int import_list(const char *list, struct coil_error *err) {
     name[n] = '\0';
     PyObject *m = PyImport_ImportModule(name);
     if (!m)
-      return guest_py_error(err, name);
+      return embed_py_error(err, name);
     Py_DECREF(m);
     s += n;
     s += strspn(s, " ");
@@ -776,6 +760,6 @@ PyObject *guest_helpers_new(const char *const *names, size_t n,
   }
   Py_XDECREF(parents);
   if (!map)
-    guest_py_error(err, "helpers");
+    embed_py_error(err, "helpers");
   return map;
 }

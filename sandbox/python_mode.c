@@ -58,22 +58,8 @@ static int drop_process_privileges(const struct python_ctx *c,
                                    struct coil_error *err) {
   const struct coil_process *p = &c->cfg->process;
   bool caps_layer = layer_on(c->disabled, LAYER_CAPS);
-  if (caps_layer) {
-    /* KEEPCAPS carries the permitted set across setuid, so the capability
-     * drop below can still empty the bounding set. */
-    if (prctl(PR_SET_KEEPCAPS, 1) < 0)
-      return coil_error_sys(err, errno, "prctl(PR_SET_KEEPCAPS)");
-    if (setgroups(0, NULL) < 0)
-      return coil_error_sys(err, errno, "setgroups");
-    if (setresgid(p->gid, p->gid, p->gid) < 0)
-      return coil_error_sys(err, errno, "process.user.gid: setresgid(%u)",
-                            p->gid);
-    if (setresuid(p->uid, p->uid, p->uid) < 0)
-      return coil_error_sys(err, errno, "process.user.uid: setresuid(%u)",
-                            p->uid);
-    if (prctl(PR_SET_KEEPCAPS, 0) < 0)
-      return coil_error_sys(err, errno, "prctl(PR_SET_KEEPCAPS)");
-  }
+  if (caps_layer && caps_switch_ids(p->uid, p->gid, NULL, 0, err) < 0)
+    return -1;
   clearenv();
   syscall(SYS_close_range, 3, ~0U, 0);
   if (caps_layer) {
