@@ -81,14 +81,21 @@ def _v2_cgroup_created():
     assert not os.path.exists(d)
 
 
-def test_relative_cgroups_path():
+def _create_pids30(prefix):
+    """Creates `sleep 100` with a pids limit of 30 at cgroupsPath
+    prefix + its id, in a new root: (root, cid, the cgroupsPath)."""
     root = new_root()
     cid = new_id()
-    rel = "rel-" + cid
-    b = new_bundle(["sleep", "100"], linux={"cgroupsPath": rel,
+    path = prefix + cid
+    b = new_bundle(["sleep", "100"], linux={"cgroupsPath": path,
                                             "resources": {"pids": {
                                                 "limit": 30}}})
     check(coil("create", "--bundle", b, cid, root=root))
+    return root, cid, path
+
+
+def test_relative_cgroups_path():
+    root, cid, rel = _create_pids30("rel-")
     d = _own_cg("pids", "coil", rel)
     try:
         assert _read(os.path.join(d, "pids.max")) == "30", d
@@ -98,13 +105,7 @@ def test_relative_cgroups_path():
 
 
 def test_absolute_cgroups_path():
-    root = new_root()
-    cid = new_id()
-    path = "/coil-abs-" + cid
-    b = new_bundle(["sleep", "100"], linux={"cgroupsPath": path,
-                                            "resources": {"pids": {
-                                                "limit": 30}}})
-    check(coil("create", "--bundle", b, cid, root=root))
+    root, cid, path = _create_pids30("/coil-abs-")
     mnt, _ = _hier("pids")
     d = os.path.join(mnt, path.lstrip("/"))
     try:

@@ -141,6 +141,20 @@ def test_no_host_fd_leaks():
         "fd %d (or another) leaked in\n%s" % (extra, describe(r))
 
 
+def _default_mounts_and(*extra):
+    """base_config's mounts, then extra."""
+    return base_config([])["mounts"] + list(extra)
+
+
+def _mount(destination, type_, source, *options):
+    return {"destination": destination, "type": type_, "source": source,
+            "options": list(options)}
+
+
+def _tmpfs(destination, *options):
+    return _mount(destination, "tmpfs", "tmpfs", *options)
+
+
 def _mounts_inside(out):
     return [l.split() for l in out.splitlines() if len(l.split()) >= 4]
 
@@ -149,13 +163,8 @@ def test_bind_mounts_ro_and_rw():
     ro, rw = tmpdir(0o777), tmpdir(0o777)
     with open(os.path.join(ro, "file"), "w") as f:
         f.write("from-host\n")
-    cfg = base_config([])
-    mounts = cfg["mounts"] + [
-        {"destination": "/mnt/ro", "type": "bind", "source": ro,
-         "options": ["rbind", "ro"]},
-        {"destination": "/mnt/rw", "type": "none", "source": rw,
-         "options": ["bind", "rw"]},
-    ]
+    mounts = _default_mounts_and(_mount("/mnt/ro", "bind", ro, "rbind", "ro"),
+                                 _mount("/mnt/rw", "none", rw, "bind", "rw"))
     r = sh("cat /mnt/ro/file; touch /mnt/ro/new; echo ro=$?; "
            "echo x > /mnt/rw/new; echo rw=$?", mounts=mounts)
     check(r)
@@ -167,11 +176,8 @@ def test_bind_mounts_ro_and_rw():
 
 
 def test_tmpfs_options_and_mount_flags():
-    cfg = base_config([])
-    mounts = cfg["mounts"] + [
-        {"destination": "/data", "type": "tmpfs", "source": "tmpfs",
-         "options": ["size=1m", "mode=700", "nosuid", "nodev", "noexec"]},
-    ]
+    mounts = _default_mounts_and(_tmpfs("/data", "size=1m", "mode=700",
+                                        "nosuid", "nodev", "noexec"))
     r = check(sh("grep ' /data ' /proc/mounts; grep ' /tmp ' /proc/mounts; "
                  "stat -c %a /data", mounts=mounts))
     lines = r.stdout.splitlines()
@@ -192,19 +198,14 @@ def test_mount_order():
         pass
     with open(os.path.join(b, "from-b"), "w"):
         pass
-    cfg = base_config([])
-    mounts = cfg["mounts"] + [
+    mounts = _default_mounts_and(
         # a later mount on top of an earlier one hides it
-        {"destination": "/mnt/over", "type": "bind", "source": a,
-         "options": ["rbind", "ro"]},
-        {"destination": "/mnt/over", "type": "bind", "source": b,
-         "options": ["rbind", "ro"]},
+        _mount("/mnt/over", "bind", a, "rbind", "ro"),
+        _mount("/mnt/over", "bind", b, "rbind", "ro"),
         # a later mount inside an earlier one (needs the tmpfs first)
-        {"destination": "/w", "type": "tmpfs", "source": "tmpfs",
-         "options": ["size=1m"]},
-        {"destination": "/w/sub", "type": "bind", "source": a,
-         "options": ["rbind", "ro"]},
-    ]
+        _tmpfs("/w", "size=1m"),
+        _mount("/w/sub", "bind", a, "rbind", "ro"),
+    )
     r = check(sh("ls /mnt/over; echo --; ls /w/sub; echo --; "
                  "grep -c ' /mnt/over ' /proc/mounts", mounts=mounts))
     parts = r.stdout.split("--\n")
@@ -239,15 +240,9 @@ def test_mount_inside_does_not_reach_host():
 
 
 def test_mount_propagation_flags():
-    cfg = base_config([])
-    mounts = cfg["mounts"] + [
-        {"destination": "/mnt/s", "type": "tmpfs", "source": "tmpfs",
-         "options": ["size=1m", "rshared"]},
-        {"destination": "/mnt/u", "type": "tmpfs", "source": "tmpfs",
-         "options": ["size=1m", "unbindable"]},
-        {"destination": "/mnt/p", "type": "tmpfs", "source": "tmpfs",
-         "options": ["size=1m", "private"]},
-    ]
+    mounts = _default_mounts_and(_tmpfs("/mnt/s", "size=1m", "rshared"),
+                                 _tmpfs("/mnt/u", "size=1m", "unbindable"),
+                                 _tmpfs("/mnt/p", "size=1m", "private"))
     r = check(sh("grep -E ' /mnt/(s|u|p) ' /proc/self/mountinfo",
                  mounts=mounts))
     info = {}
@@ -457,20 +452,21 @@ def _seccomp(rules, default="SCMP_ACT_ALLOW"):
                         "syscalls": rules}}
 
 
+def _sh_mkdir_errno(script, errno):
+    """sh script (checked) with mkdir and mkdirat failing with errno."""
+    return check(sh(script, linux=_seccomp([{"names": ["mkdir", "mkdirat"],
+                                             "action": "SCMP_ACT_ERRNO",
+                                             "errnoRet": errno}])))
+
+
 def test_seccomp_errno():
-    r = sh("mkdir /tmp/x; echo rc=$?; ls /tmp",
-           linux=_seccomp([{"names": ["mkdir", "mkdirat"],
-                            "action": "SCMP_ACT_ERRNO", "errnoRet": 1}]))
-    check(r)
+    r = _sh_mkdir_errno("mkdir /tmp/x; echo rc=$?; ls /tmp", 1)
     assert "Operation not permitted" in r.stderr, describe(r)
     assert "rc=1" in r.stdout and "x" not in r.stdout.split(), describe(r)
 
 
 def test_seccomp_other_errno():
-    r = sh("mkdir /tmp/x; echo rc=$?",
-           linux=_seccomp([{"names": ["mkdir", "mkdirat"],
-                            "action": "SCMP_ACT_ERRNO", "errnoRet": 13}]))
-    check(r)
+    r = _sh_mkdir_errno("mkdir /tmp/x; echo rc=$?", 13)
     assert "Permission denied" in r.stderr, describe(r)
 
 

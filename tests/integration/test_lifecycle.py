@@ -77,11 +77,17 @@ def test_stdout_is_creates_stdout():
     assert "to-stderr\n" in open(err).read()
 
 
-def test_start_twice_fails():
+def _created(args):
+    """A container of args created in a new root: (root, bundle, cid)."""
     root = new_root()
-    b = new_bundle(["sleep", "100"])
+    b = new_bundle(args)
     cid = new_id()
     check(coil("create", "--bundle", b, cid, root=root))
+    return root, b, cid
+
+
+def test_start_twice_fails():
+    root, b, cid = _created(["sleep", "100"])
     check(coil("start", cid, root=root))
     r = coil("start", cid, root=root)
     assert r.returncode not in (0, None), describe(r)
@@ -90,10 +96,7 @@ def test_start_twice_fails():
 
 
 def test_start_stopped_fails():
-    root = new_root()
-    b = new_bundle(["true"])
-    cid = new_id()
-    check(coil("create", "--bundle", b, cid, root=root))
+    root, b, cid = _created(["true"])
     check(coil("start", cid, root=root))
     wait_status(cid, root, "stopped")
     r = coil("start", cid, root=root)
@@ -102,10 +105,7 @@ def test_start_stopped_fails():
 
 
 def test_delete_running_needs_force():
-    root = new_root()
-    b = new_bundle(["sleep", "100"])
-    cid = new_id()
-    check(coil("create", "--bundle", b, cid, root=root))
+    root, b, cid = _created(["sleep", "100"])
     check(coil("start", cid, root=root))
     pid = state(cid, root)["pid"]
     r = coil("delete", cid, root=root)
@@ -117,10 +117,7 @@ def test_delete_running_needs_force():
 
 
 def test_delete_created_container():
-    root = new_root()
-    b = new_bundle(["sleep", "100"])
-    cid = new_id()
-    check(coil("create", "--bundle", b, cid, root=root))
+    root, b, cid = _created(["sleep", "100"])
     pid = state(cid, root)["pid"]
     check(coil("delete", cid, root=root))
     assert not _alive(pid)
@@ -128,10 +125,7 @@ def test_delete_created_container():
 
 
 def test_duplicate_id_fails():
-    root = new_root()
-    b = new_bundle(["sleep", "100"])
-    cid = new_id()
-    check(coil("create", "--bundle", b, cid, root=root))
+    root, b, cid = _created(["sleep", "100"])
     pid = state(cid, root)["pid"]
     r = coil("create", "--bundle", b, cid, root=root)
     assert r.returncode not in (0, None), describe(r)
@@ -218,11 +212,23 @@ def _finish(p, timeout=15):
     return out, err
 
 
-def test_run_killed_by_signal_137():
+def _start_run(script):
+    """`coil run` of sh -c script in a new root and bundle: (root, cid, p)."""
     root = new_root()
-    b = new_bundle(["sh", "-c", "sleep 100 & echo ready; wait"])
+    b = new_bundle(["sh", "-c", script])
     cid = new_id()
     p = popen("run", "--bundle", b, cid, root=root)
+    return root, cid, p
+
+
+def _trapping(action, sig):
+    """A script that runs action on sig, says ready, then loops."""
+    return ('trap "%s" %s; echo ready; while true; do sleep 0.1; done'
+            % (action, sig))
+
+
+def test_run_killed_by_signal_137():
+    root, cid, p = _start_run("sleep 100 & echo ready; wait")
     _wait_line(p, "ready")
     check(coil("kill", cid, "KILL", root=root))
     out, err = _finish(p)
@@ -231,11 +237,7 @@ def test_run_killed_by_signal_137():
 
 
 def test_run_forwards_sigterm():
-    root = new_root()
-    b = new_bundle(["sh", "-c", 'trap "exit 7" TERM; echo ready; '
-                    'while true; do sleep 0.1; done'])
-    cid = new_id()
-    p = popen("run", "--bundle", b, cid, root=root)
+    root, cid, p = _start_run(_trapping("exit 7", "TERM"))
     _wait_line(p, "ready")
     p.send_signal(signal.SIGTERM)
     out, err = _finish(p)
@@ -245,11 +247,7 @@ def test_run_forwards_sigterm():
 
 def test_run_forwards_sigint_and_sighup():
     for sig, name in ((signal.SIGINT, "INT"), (signal.SIGHUP, "HUP")):
-        root = new_root()
-        b = new_bundle(["sh", "-c", 'trap "exit 9" %s; echo ready; '
-                        'while true; do sleep 0.1; done' % name])
-        cid = new_id()
-        p = popen("run", "--bundle", b, cid, root=root)
+        root, cid, p = _start_run(_trapping("exit 9", name))
         _wait_line(p, "ready")
         p.send_signal(sig)
         out, err = _finish(p)
@@ -258,11 +256,7 @@ def test_run_forwards_sigint_and_sighup():
 
 def test_run_default_sigterm_exit_143():
     # init with a handler-less TERM ignores it (PID 1); a child does not.
-    root = new_root()
-    b = new_bundle(["sh", "-c", "sleep 100 & echo ready; wait $!; "
-                    "exit $?"])
-    cid = new_id()
-    p = popen("run", "--bundle", b, cid, root=root)
+    root, cid, p = _start_run("sleep 100 & echo ready; wait $!; exit $?")
     _wait_line(p, "ready")
     check(coil("kill", "--all", cid, "TERM", root=root))
     out, err = _finish(p)
@@ -272,11 +266,7 @@ def test_run_default_sigterm_exit_143():
 def test_kill_signal_spellings():
     procs = []
     for spelling in ("TERM", "SIGTERM", "15", None):
-        root = new_root()
-        b = new_bundle(["sh", "-c", 'trap "exit 7" TERM; echo ready; '
-                        'while true; do sleep 0.1; done'])
-        cid = new_id()
-        p = popen("run", "--bundle", b, cid, root=root)
+        root, cid, p = _start_run(_trapping("exit 7", "TERM"))
         procs.append((spelling, cid, root, p))
     for spelling, cid, root, p in procs:
         _wait_line(p, "ready")
@@ -288,11 +278,7 @@ def test_kill_signal_spellings():
 
 
 def test_kill_usr1_delivered():
-    root = new_root()
-    b = new_bundle(["sh", "-c", 'trap "echo got-usr1" USR1; echo ready; '
-                    'while true; do sleep 0.1; done'])
-    cid = new_id()
-    p = popen("run", "--bundle", b, cid, root=root)
+    root, cid, p = _start_run(_trapping("echo got-usr1", "USR1"))
     _wait_line(p, "ready")
     check(coil("kill", cid, "SIGUSR1", root=root))
     _wait_line(p, "got-usr1")
@@ -302,10 +288,7 @@ def test_kill_usr1_delivered():
 
 
 def test_kill_bad_signal_fails():
-    root = new_root()
-    b = new_bundle(["sleep", "100"])
-    cid = new_id()
-    check(coil("create", "--bundle", b, cid, root=root))
+    root, b, cid = _created(["sleep", "100"])
     for bad in ("NOTASIG", "SIGFOO", "999", "-1"):
         r = coil("kill", cid, bad, root=root)
         assert r.returncode not in (0, None), describe(r)
@@ -314,12 +297,9 @@ def test_kill_bad_signal_fails():
 
 
 def test_kill_all():
-    root = new_root()
-    b = new_bundle(["sh", "-c", 'trap "echo got-term" TERM; sleep 100 & '
-                    'echo ready; wait $!; echo "wait1=$?"; wait $!; '
-                    'echo "wait2=$?"'])
-    cid = new_id()
-    p = popen("run", "--bundle", b, cid, root=root)
+    root, cid, p = _start_run('trap "echo got-term" TERM; sleep 100 & '
+                              'echo ready; wait $!; echo "wait1=$?"; '
+                              'wait $!; echo "wait2=$?"')
     _wait_line(p, "ready")
     check(coil("kill", "--all", cid, "TERM", root=root))
     out, err = _finish(p, timeout=15)
@@ -328,10 +308,7 @@ def test_kill_all():
 
 
 def test_kill_stopped_container_fails():
-    root = new_root()
-    b = new_bundle(["true"])
-    cid = new_id()
-    check(coil("create", "--bundle", b, cid, root=root))
+    root, b, cid = _created(["true"])
     check(coil("start", cid, root=root))
     wait_status(cid, root, "stopped")
     r = coil("kill", cid, "KILL", root=root)

@@ -108,15 +108,19 @@ static struct coil_cgroup_env fresh_env(void) {
   return (struct coil_cgroup_env){.fs_root = fs, .proc_self_cgroup = proc};
 }
 
+/* A fake v2 cgroup at dir: controllers, an empty subtree_control, procs. */
+static void v2_cgroup(const char *dir, const char *controllers,
+                      const char *procs) {
+  put(pf("%s/cgroup.controllers", dir), controllers);
+  put(pf("%s/cgroup.subtree_control", dir), "");
+  put(pf("%s/cgroup.procs", dir), procs);
+}
+
 static struct coil_cgroup_env v2_tree(const char *controllers) {
   struct coil_cgroup_env env = fresh_env();
   const char *fs = env.fs_root;
-  put(pf("%s/cgroup.controllers", fs), controllers);
-  put(pf("%s/cgroup.subtree_control", fs), "");
-  put(pf("%s/cgroup.procs", fs), "1\n");
-  put(pf("%s/user.slice/x/cgroup.controllers", fs), controllers);
-  put(pf("%s/user.slice/x/cgroup.subtree_control", fs), "");
-  put(pf("%s/user.slice/x/cgroup.procs", fs), "100\n");
+  v2_cgroup(fs, controllers, "1\n");
+  v2_cgroup(pf("%s/user.slice/x", fs), controllers, "100\n");
   put(env.proc_self_cgroup, "0::/user.slice/x\n");
   return env;
 }
@@ -127,13 +131,10 @@ static bool has(const char *s, const char *part) {
   return s && strstr(s, part) != NULL;
 }
 
-static void test_v2_full(void) {
-  struct coil_cgroup_env env = v2_tree(V2_ALL);
-  const char *fs = env.fs_root;
-  char ps[] = "2MB";
-  struct coil_hugepage_limit huge = {.page_size = ps, .limit = 4194304};
-  char cpus[] = "0-1", mems[] = "0";
-  struct coil_resources r = {
+/* Limits on memory (64 MiB, 32 MiB reserved, 96 MiB with swap), pids, cpu
+ * shares, and a cpu quota of 50000 per period of 100000. */
+static struct coil_resources mem_cpu_limits(int64_t pids, uint64_t shares) {
+  return (struct coil_resources){
       .has_memory_limit = true,
       .memory_limit = 64 << 20,
       .has_memory_reservation = true,
@@ -141,18 +142,33 @@ static void test_v2_full(void) {
       .has_memory_swap = true,
       .memory_swap = 96 << 20,
       .has_pids_limit = true,
-      .pids_limit = 100,
+      .pids_limit = pids,
       .has_cpu_shares = true,
-      .cpu_shares = 1024,
+      .cpu_shares = shares,
       .has_cpu_quota = true,
       .cpu_quota = 50000,
       .has_cpu_period = true,
       .cpu_period = 100000,
-      .cpu_cpus = cpus,
-      .cpu_mems = mems,
-      .hugepage_limits = &huge,
-      .n_hugepage_limits = 1,
   };
+}
+
+/* Destroys and frees a cgroup whose destruction is not under test. */
+static void destroy_free(struct coil_cgroup *cg, struct coil_error *err) {
+  cgroup_destroy(cg, err);
+  cgroup_free(cg);
+}
+
+static void test_v2_full(void) {
+  struct coil_cgroup_env env = v2_tree(V2_ALL);
+  const char *fs = env.fs_root;
+  char ps[] = "2MB";
+  struct coil_hugepage_limit huge = {.page_size = ps, .limit = 4194304};
+  char cpus[] = "0-1", mems[] = "0";
+  struct coil_resources r = mem_cpu_limits(100, 1024);
+  r.cpu_cpus = cpus;
+  r.cpu_mems = mems;
+  r.hugepage_limits = &huge;
+  r.n_hugepage_limits = 1;
   struct coil_cgroup *cg = NULL;
   struct coil_error err = {0};
   int rc = cgroup_create(&env, NULL, "c1", &r, &cg, &err);
@@ -383,8 +399,7 @@ static void test_v2_errors(void) {
      s ? s : err.msg);
   free(s);
   if (rc == 0) {
-    cgroup_destroy(cg, &err);
-    cgroup_free(cg);
+    destroy_free(cg, &err);
   }
   rmdir(stc);
   put(stc, "");
@@ -443,18 +458,15 @@ static void test_v2_errors(void) {
 static struct coil_cgroup_env hybrid_tree(bool comounted) {
   struct coil_cgroup_env env = fresh_env();
   const char *fs = env.fs_root;
-  put(pf("%s/unified/cgroup.controllers", fs), "hugetlb\n");
-  put(pf("%s/unified/cgroup.subtree_control", fs), "");
-  put(pf("%s/unified/cgroup.procs", fs), "1\n");
-  put(pf("%s/memory/cgroup.procs", fs), "1\n");
+  v2_cgroup(pf("%s/unified", fs), "hugetlb\n", "1\n");
+  static const char *const v1_roots[] = {"memory", "pids", "cpuset", "devices",
+                                         "systemd"};
+  for (size_t i = 0; i < sizeof v1_roots / sizeof *v1_roots; i++)
+    put(pf("%s/%s/cgroup.procs", fs, v1_roots[i]), "1\n");
   put(pf("%s/memory/memory.memsw.limit_in_bytes", fs), "9223372036854771712\n");
   put(pf("%s/memory/mem/x/cgroup.procs", fs), "100\n");
-  put(pf("%s/pids/cgroup.procs", fs), "1\n");
-  put(pf("%s/cpuset/cgroup.procs", fs), "1\n");
   put(pf("%s/cpuset/cpuset.cpus", fs), "0-3\n");
   put(pf("%s/cpuset/cpuset.mems", fs), "0\n");
-  put(pf("%s/devices/cgroup.procs", fs), "1\n");
-  put(pf("%s/systemd/cgroup.procs", fs), "1\n");
   mkdirs(pf("%s/blkio", fs)); /* a bare mount point: no hierarchy */
   if (comounted) {
     put(pf("%s/cpu,cpuacct/cgroup.procs", fs), "1\n");
@@ -472,25 +484,20 @@ static struct coil_cgroup_env hybrid_tree(bool comounted) {
   return env;
 }
 
+/* Whether no coil/ is left in any hierarchy of a hybrid tree. */
+static bool hybrid_coil_gone(const char *fs) {
+  static const char *const h[] = {"unified", "pids", "cpu", "cpuacct",
+                                  "cpuset"};
+  bool gone = !exists(pf("%s/memory/mem/x/coil", fs));
+  for (size_t i = 0; i < sizeof h / sizeof *h; i++)
+    gone = gone && !exists(pf("%s/%s/coil", fs, h[i]));
+  return gone;
+}
+
 static void test_hybrid(void) {
   struct coil_cgroup_env env = hybrid_tree(false);
   const char *fs = env.fs_root;
-  struct coil_resources r = {
-      .has_memory_limit = true,
-      .memory_limit = 64 << 20,
-      .has_memory_reservation = true,
-      .memory_reservation = 32 << 20,
-      .has_memory_swap = true,
-      .memory_swap = 96 << 20,
-      .has_pids_limit = true,
-      .pids_limit = 0,
-      .has_cpu_shares = true,
-      .cpu_shares = 512,
-      .has_cpu_quota = true,
-      .cpu_quota = 50000,
-      .has_cpu_period = true,
-      .cpu_period = 100000,
-  };
+  struct coil_resources r = mem_cpu_limits(0, 512);
   struct coil_cgroup *cg = NULL;
   struct coil_error err = {0};
   int rc = cgroup_create(&env, NULL, "h1", &r, &cg, &err);
@@ -560,12 +567,7 @@ static void test_hybrid(void) {
   free(s2);
   rc = cgroup_destroy(back ? back : cg, &err);
   ok(rc == 0, "hybrid: destroy (%s)", rc ? err.msg : "ok");
-  bool gone = !exists(pf("%s/memory/mem/x/coil", fs));
-  static const char *const h[] = {"unified", "pids", "cpu", "cpuacct",
-                                  "cpuset"};
-  for (size_t i = 0; i < sizeof h / sizeof *h; i++)
-    gone = gone && !exists(pf("%s/%s/coil", fs, h[i]));
-  ok(gone && exists(pf("%s/memory/mem/x", fs)),
+  ok(hybrid_coil_gone(fs) && exists(pf("%s/memory/mem/x", fs)),
      "hybrid: every coil/ removed, the launcher's cgroups left");
   cgroup_free(back);
   cgroup_free(cg);
@@ -584,8 +586,7 @@ static void test_hybrid(void) {
            "v1: coil/ keeps the parent's cpus");
     is_str(get(pf("%s/cpu/coil/h2/cpu.cfs_quota_us", fs)), "-1",
            "v1: quota -1 -> -1");
-    cgroup_destroy(cg, &err);
-    cgroup_free(cg);
+    destroy_free(cg, &err);
   }
 
   unlink(pf("%s/memory/memory.memsw.limit_in_bytes", fs));
@@ -600,8 +601,7 @@ static void test_hybrid(void) {
      "v1: no swap accounting: swap skipped with a warning (%s)",
      rc ? err.msg : "ok");
   if (rc == 0) {
-    cgroup_destroy(cg, &err);
-    cgroup_free(cg);
+    destroy_free(cg, &err);
   }
 
   char ps[] = "2MB";
@@ -614,8 +614,7 @@ static void test_hybrid(void) {
            "hybrid: hugetlb.2MB.max on unified");
     is_str(get(pf("%s/unified/cgroup.subtree_control", fs)), "+hugetlb",
            "hybrid: +hugetlb enabled on unified");
-    cgroup_destroy(cg, &err);
-    cgroup_free(cg);
+    destroy_free(cg, &err);
   }
 
   /* cpuset comes last: memory, pids, cpu, cpuacct, unified exist by then. */
@@ -626,10 +625,7 @@ static void test_hybrid(void) {
   rc = cgroup_create(&env, NULL, "h5", NULL, &cg, &err);
   ok(rc < 0 && has(err.msg, "cpuset.mems"), "hybrid: failing cpuset copy: %s",
      err.msg);
-  gone = !exists(pf("%s/memory/mem/x/coil", fs));
-  for (size_t i = 0; i < sizeof h / sizeof *h; i++)
-    gone = gone && !exists(pf("%s/%s/coil", fs, h[i]));
-  ok(gone, "hybrid: rolled back in every hierarchy");
+  ok(hybrid_coil_gone(fs), "hybrid: rolled back in every hierarchy");
   rmdir(cm);
 
   env = hybrid_tree(true);

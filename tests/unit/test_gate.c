@@ -12,27 +12,8 @@
 #include <string.h>
 
 #include "gate.h"
+#include "pyembed.h"
 #include "tap.h"
-
-/* gate-design 1.2's isolated configuration on the host's Debian Python, as
- * `coil check` uses it (cmd/check.c). */
-static int python_init(void) {
-  PyPreConfig pre;
-  PyPreConfig_InitIsolatedConfig(&pre);
-  pre.utf8_mode = 1;
-  if (PyStatus_Exception(Py_PreInitialize(&pre)))
-    return -1;
-  PyConfig c;
-  PyConfig_InitIsolatedConfig(&c);
-  c.site_import = 0;
-  c.write_bytecode = 0;
-  c.install_signal_handlers = 0;
-  PyStatus st = PyConfig_SetString(&c, &c.home, L"/usr");
-  if (!PyStatus_Exception(st))
-    st = Py_InitializeFromConfig(&c);
-  PyConfig_Clear(&c);
-  return PyStatus_Exception(st) ? -1 : 0;
-}
 
 static struct coil_error err;
 
@@ -618,7 +599,9 @@ static void test_policy_private(void) {
 }
 
 int main(void) {
-  if (python_init() < 0) {
+  /* gate-design 1.2's isolated configuration on the host's Debian Python,
+   * as `coil check` uses it (cmd/check.c). */
+  if (pyembed_start(L"/usr") < 0) {
     printf("not ok 1 - python initialisation\n");
     return 1;
   }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "guest.h"
+#include "pyembed.h"
 #include "tap.h"
 
 static const char *const all_helpers[] = {
@@ -29,17 +30,7 @@ static int run(PyObject *g, const char *src, char *why, size_t len) {
     Py_DECREF(r);
     return 0;
   }
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  PyErr_NormalizeException(&type, &value, &tb);
-  PyObject *s = value ? PyObject_Str(value) : NULL;
-  snprintf(why, len, "%s: %s", ((PyTypeObject *)type)->tp_name,
-           s ? PyUnicode_AsUTF8(s) : "?");
-  Py_XDECREF(s);
-  Py_XDECREF(type);
-  Py_XDECREF(value);
-  Py_XDECREF(tb);
-  PyErr_Clear();
+  pyembed_exc(why, len);
   return -1;
 }
 
@@ -65,22 +56,6 @@ static PyObject *get(PyObject *g, const char *name) {
 }
 
 /* ---- interpreter -------------------------------------------------------- */
-
-static int start_python(void) {
-  PyPreConfig pre;
-  PyPreConfig_InitIsolatedConfig(&pre);
-  pre.utf8_mode = 1;
-  PyStatus st = Py_PreInitialize(&pre);
-  if (PyStatus_Exception(st))
-    return -1;
-  PyConfig c;
-  PyConfig_InitIsolatedConfig(&c);
-  c.site_import = 0;
-  c.write_bytecode = 0;
-  st = Py_InitializeFromConfig(&c);
-  PyConfig_Clear(&c);
-  return PyStatus_Exception(st) ? -1 : 0;
-}
 
 /* ---- the builtins dict -------------------------------------------------- */
 
@@ -705,7 +680,7 @@ static void test_unrestricted(void) {
 }
 
 int main(void) {
-  if (start_python() < 0) {
+  if (pyembed_start(NULL) < 0) {
     printf("Bail out! Python did not initialise\n");
     return 1;
   }

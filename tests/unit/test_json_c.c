@@ -9,23 +9,8 @@
 
 #include "guest.h"
 #include "json_c.h"
+#include "pyembed.h"
 #include "tap.h"
-
-static int start_python(void) {
-  PyPreConfig pre;
-  PyPreConfig_InitIsolatedConfig(&pre);
-  pre.utf8_mode = 1;
-  PyStatus st = Py_PreInitialize(&pre);
-  if (PyStatus_Exception(st))
-    return -1;
-  PyConfig c;
-  PyConfig_InitIsolatedConfig(&c);
-  c.site_import = 0;
-  c.write_bytecode = 0;
-  st = Py_InitializeFromConfig(&c);
-  PyConfig_Clear(&c);
-  return PyStatus_Exception(st) ? -1 : 0;
-}
 
 /* Runs src in g; on an exception prints it and returns -1. */
 static int run(PyObject *g, const char *src) {
@@ -34,17 +19,9 @@ static int run(PyObject *g, const char *src) {
     Py_DECREF(r);
     return 0;
   }
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  PyErr_NormalizeException(&type, &value, &tb);
-  PyObject *s = value ? PyObject_Str(value) : NULL;
-  printf("#   raised %s: %s\n", type ? ((PyTypeObject *)type)->tp_name : "?",
-         s ? PyUnicode_AsUTF8(s) : "?");
-  Py_XDECREF(s);
-  Py_XDECREF(type);
-  Py_XDECREF(value);
-  Py_XDECREF(tb);
-  PyErr_Clear();
+  char why[4096];
+  pyembed_exc(why, sizeof why);
+  printf("#   raised %s\n", why);
   return -1;
 }
 
@@ -394,7 +371,7 @@ static void test_differential(void) {
 }
 
 int main(void) {
-  if (start_python() < 0) {
+  if (pyembed_start(NULL) < 0) {
     printf("Bail out! Python did not initialise\n");
     return 1;
   }

@@ -1,6 +1,6 @@
 /* Helpers the unit tests share: children run in a fork, their wait
- * status, a capability dropped, and stderr captured. Static inline, so each test takes only what
- * it uses. */
+ * status, a capability dropped, and stderr captured. Static inline, so each
+ * test takes only what it uses. */
 #ifndef COIL_TESTUTIL_H
 #define COIL_TESTUTIL_H
 
