@@ -47,6 +47,21 @@ def _remove_cgroup_everywhere(abs_path):
                 pass
 
 
+def _delete_leftovers(root, inside):
+    """coil delete --force every container under root whose bundle lies in
+    `inside`: a client that failed halfway can leave one behind."""
+    r = subprocess.run([harness.COIL, "--root", root, "list", "--format", "json"],
+                       capture_output=True, text=True, timeout=60)
+    try:
+        containers = json.loads(r.stdout or "[]")
+    except ValueError:
+        containers = []
+    for c in containers:
+        if c.get("bundle", "").startswith(inside):
+            subprocess.run([harness.COIL, "--root", root, "delete", "--force",
+                            c["id"]], capture_output=True, timeout=60)
+
+
 def _image_tar(dest):
     """The busybox rootfs as a plain tar (one layer)."""
     with tarfile.open(dest, "w") as t:
@@ -123,6 +138,8 @@ class Podman:
         ids = self("ps", "-aq").stdout.split()
         if ids:
             self("rm", "-f", *ids)
+        # podman drives coil with its default --root
+        _delete_leftovers("/run/coil", self.dir)
         _remove_cgroup_everywhere(self.parent)
 
 
@@ -204,6 +221,15 @@ class Containerd:
             self.ctr("task", "rm", "-f", line)
         for line in self.ctr("container", "ls", "-q").stdout.split():
             self.ctr("container", "rm", line)
+        # the runc shim's default --root for namespace "coiltest"
+        shim_root = "/run/containerd/runc/coiltest"
+        _delete_leftovers(shim_root, self.dir)
+        for d in (shim_root, os.path.dirname(shim_root), "/run/containerd/s",
+                  "/run/containerd/fifo", "/run/containerd"):
+            try:
+                os.rmdir(d)  # only when empty: never someone else's state
+            except OSError:
+                pass
         self.proc.send_signal(signal.SIGTERM)
         try:
             self.proc.wait(timeout=20)
