@@ -61,14 +61,6 @@ READONLY_PATHS = ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
 NAMESPACES = ["pid", "network", "ipc", "uts", "mount", "user", "cgroup"]
 
 
-class Skip(Exception):
-    """Raised by skip(): the test is reported `ok ... # SKIP reason`."""
-
-
-def skip(reason):
-    raise Skip(reason)
-
-
 def cap_mask(names):
     """The /proc/PID/status hex mask (as an int) of a list of cap names."""
     m = 0

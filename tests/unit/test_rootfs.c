@@ -742,8 +742,8 @@ static void check_mountinfo(const char *before, char *after) {
 
 int main(void) {
   if (geteuid() != 0) {
-    printf("1..0 # SKIP needs root\n");
-    return 0;
+    ok(0, "runs as root (mount namespaces, mknod, pivot_root)");
+    return tap_done();
   }
   char *before = read_mountinfo();
   ok(before != NULL, "read the host's mountinfo");
