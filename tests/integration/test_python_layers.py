@@ -1,0 +1,127 @@
+"""Each layer of the Python sandbox, shown to do its own work.
+
+The attack tests show that every attack is still contained with any one
+layer off; they would pass even if a layer did nothing, because the others
+hold. Here each layer gets a probe that only it stops: the probe runs with
+the layers in front of it switched off and must end in that layer's own
+outcome, and then once more with the layer itself off, where it must get
+further. So each test fails if its layer stops working."""
+
+import json
+import os
+
+import harness
+
+DEFAULT_BUNDLE = os.path.join(harness.REPO, "bundles", "python")
+ROOTFS = os.path.join(DEFAULT_BUNDLE, "rootfs")
+
+# Reaches the posix module without any name the restricted builtins lack:
+# only the AST gate refuses this (attack A01).
+POSIX = """
+def posix_module():
+    for c in ().__class__.__bases__[0].__subclasses__():
+        if c.__name__ == 'BuiltinImporter':
+            return c.load_module('posix')
+"""
+
+
+def bundle(disable):
+    cfg = harness.read_config(DEFAULT_BUNDLE)
+    cfg["root"]["path"] = ROOTFS
+    cfg["sandbox"]["disable"] = list(disable)
+    d = harness.tmpdir()
+    harness.write_config(d, cfg)
+    return d
+
+
+def py(disable, body, extra=()):
+    # The posix helper only where the gate is off (it would reject it).
+    code = (POSIX if "ast" in disable else "") + "\ndef handle(request):\n" + "".join(
+        "    " + line + "\n" for line in body.strip().splitlines())
+    return harness.coil("py", "--bundle", bundle(disable), *extra,
+                        "--request", "{}", "--entry", "handle", "-c", code,
+                        root=harness.new_root())
+
+
+def outcome(r):
+    """(exit status, envelope error type or None, the whole envelope)."""
+    env = None
+    for line in reversed(r.stdout.splitlines()):
+        if line.startswith("{"):
+            env = json.loads(line)
+            break
+    err = (env or {}).get("error") or {}
+    return r.returncode, err.get("type"), env
+
+
+def test_layer_ast_rejects_reflection():
+    rc, etype, env = outcome(py([], "return ().__class__"))
+    assert (rc, etype) == (126, "GateViolation"), env
+    rc, etype, env = outcome(py(["ast"], "return str(().__class__)"))
+    assert rc == 0 and "tuple" in env["result"], env
+
+
+def test_layer_builtins_has_no_type():
+    rc, etype, env = outcome(py(["ast"], "return str(type(1))"))
+    assert rc == 1 and "NameError" in env["error"]["message"], env
+    rc, etype, env = outcome(py(["ast", "builtins"], "return str(type(1))"))
+    assert rc == 0 and "int" in env["result"], env
+
+
+def test_layer_audit_kills_os_system():
+    body = "return posix_module().system('true')"
+    rc, etype, env = outcome(py(["ast"], body))
+    assert rc == 126 and "os.system" in env["error"]["message"], env
+    rc, etype, env = outcome(py(["ast", "audit"], body))
+    assert rc != 126, env
+
+
+def test_layer_seccomp_kills_process_creation():
+    body = "return posix_module().system('true')"
+    rc, etype, env = outcome(py(["ast", "audit"], body))
+    assert rc == 128 + 31, env  # SIGSYS: stage 2's kill-by-default filter
+    rc, etype, env = outcome(py(["ast", "audit", "seccomp"], body))
+    assert rc != 128 + 31, env
+
+
+def test_layer_landlock_denies_files():
+    # stage 2 Landlock: no filesystem rights at all, even inside the rootfs
+    body = ("return posix_module().open("
+            "'/usr/lib/python3.11/encodings/__init__.py', 0) >= 0")
+    rc, etype, env = outcome(py(["ast", "audit", "seccomp"], body))
+    assert rc == 1 and "PermissionError" in env["error"]["message"], env
+    rc, etype, env = outcome(py(["ast", "audit", "seccomp", "landlock"], body))
+    assert rc == 0 and env["result"] is True, env
+
+
+def test_layer_caps_and_ids_refuse_setuid_root():
+    body = "return posix_module().setuid(0)"
+    rc, etype, env = outcome(py(["ast", "audit", "seccomp"], body))
+    assert rc == 1 and "PermissionError" in env["error"]["message"], env
+    rc, etype, env = outcome(py(["ast", "audit", "seccomp", "caps"], body))
+    assert rc == 0, env
+
+
+def test_layer_pidns_makes_the_sandbox_pid_1():
+    body = "return posix_module().getpid()"
+    rc, etype, env = outcome(py(["ast", "audit", "seccomp"], body))
+    assert rc == 0 and env["result"] == 1, env
+    rc, etype, env = outcome(py(["ast", "audit", "seccomp", "pidns"], body))
+    assert rc == 0 and env["result"] != 1, env
+
+
+def test_layer_rlimits_stop_cpu_burn():
+    rc, etype, env = outcome(py([], "while True:\n    pass"))
+    assert (rc, etype) == (137, "CpuLimit"), env
+    # without rlimits only the wall clock ends it
+    rc, etype, env = outcome(py(["rlimits"], "while True:\n    pass",
+                                extra=("--timeout", "2")))
+    assert (rc, etype) == (124, "Timeout"), env
+
+
+def test_layer_cgroup_caps_memory():
+    body = "return len('a' * (300 << 20))"  # over the bundle's 256 MiB
+    rc, etype, env = outcome(py([], body))
+    assert (rc, etype) == (137, "MemoryLimit"), env
+    rc, etype, env = outcome(py(["cgroup"], body))
+    assert rc == 0 and env["result"] == 300 << 20, env
