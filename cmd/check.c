@@ -12,39 +12,7 @@
 #include "exit_codes.h"
 #include "gate.h"
 #include "log.h"
-
-/* Reads all of f, but never more than cap + 1 bytes: that is enough for the
- * gate to refuse an oversized source without holding all of it. */
-static int read_capped(FILE *f, size_t cap, char **buf, size_t *len,
-                       struct coil_error *err) {
-  size_t want = cap + 1, n = 0;
-  cleanup_free char *b = malloc(want);
-  if (!b)
-    return coil_error_sys(err, ENOMEM, "read");
-  while (n < want) {
-    size_t r = fread(b + n, 1, want - n, f);
-    if (r == 0)
-      break;
-    n += r;
-  }
-  if (ferror(f))
-    return coil_error_sys(err, errno, "read");
-  *buf = steal_ptr(b);
-  *len = n;
-  return 0;
-}
-
-static int read_source(const char *path, size_t cap, char **buf, size_t *len,
-                       struct coil_error *err) {
-  if (strcmp(path, "-") == 0)
-    return read_capped(stdin, cap, buf, len, err);
-  cleanup_fclose FILE *f = fopen(path, "rb");
-  if (!f)
-    return coil_error_sys(err, errno, "open %s", path);
-  if (read_capped(f, cap, buf, len, err) < 0)
-    return coil_error_prefix(err, "%s", path);
-  return 0;
-}
+#include "readall.h"
 
 int cmd_check(const struct global_opts *g, int argc, char **argv) {
   (void)g;
@@ -60,7 +28,7 @@ int cmd_check(const struct global_opts *g, int argc, char **argv) {
   struct coil_error err = {0};
   cleanup_free char *src = NULL;
   size_t len = 0;
-  if (read_source(path, lim.max_source, &src, &len, &err) < 0) {
+  if (read_file_or_stdin(path, lim.max_source, true, &src, &len, &err) < 0) {
     log_error("check: %s", err.msg);
     return EXIT_ERR;
   }

@@ -17,6 +17,7 @@
 #include "cmd.h"
 #include "container.h"
 #include "log.h"
+#include "readall.h"
 
 #define CODE_MAX (256 << 10)
 #define REQUEST_MAX (64 << 20)
@@ -32,46 +33,6 @@ static const char *default_bundle(char *buf, size_t cap) {
       return buf;
   }
   return COIL_DATADIR "/bundles/python";
-}
-
-static int read_file(const char *path, size_t cap, char **out, size_t *len) {
-  cleanup_close int fd =
-      strcmp(path, "-") == 0 ? dup(0) : open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  size_t size = 0, alloc = 4096;
-  cleanup_free char *buf = malloc(alloc + 1);
-  while (buf) {
-    if (size == alloc) {
-      if (alloc > cap) {
-        errno = EFBIG;
-        return -1;
-      }
-      alloc *= 2;
-      char *g = realloc(buf, alloc + 1);
-      if (!g)
-        return -1;
-      buf = g;
-    }
-    ssize_t r = read(fd, buf + size, alloc - size);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0)
-      return -1;
-    if (r == 0)
-      break;
-    size += (size_t)r;
-  }
-  if (!buf)
-    return -1;
-  if (size > cap) {
-    errno = EFBIG;
-    return -1;
-  }
-  buf[size] = '\0';
-  *len = size;
-  *out = steal_ptr(buf);
-  return 0;
 }
 
 /* "256m", "1g", "65536" -> bytes; -1 when malformed. */
@@ -108,8 +69,10 @@ static int request_to_stdin(const char *spec) {
   cleanup_free char *data = NULL;
   size_t len = 0;
   if (spec[0] == '@') {
-    if (read_file(spec + 1, REQUEST_MAX, &data, &len) < 0) {
-      log_error("py: --request %s: %s", spec + 1, strerror(errno));
+    struct coil_error err;
+    if (read_file_or_stdin(spec + 1, REQUEST_MAX, false, &data, &len, &err) <
+        0) {
+      log_error("py: --request: %s", err.msg);
       return -1;
     }
   } else {
@@ -189,8 +152,10 @@ int cmd_py(const struct global_opts *g, int argc, char **argv) {
     ov.code_name = "<string>";
   } else {
     size_t len = 0;
-    if (read_file(argv[optind], CODE_MAX, &code, &len) < 0) {
-      log_error("py: %s: %s", argv[optind], strerror(errno));
+    struct coil_error err;
+    if (read_file_or_stdin(argv[optind], CODE_MAX, false, &code, &len, &err) <
+        0) {
+      log_error("py: %s", err.msg);
       return EXIT_COIL_FAILED;
     }
     ov.code = code;

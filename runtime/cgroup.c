@@ -21,6 +21,7 @@
 #include "cgroup_driver.h"
 #include "cleanup.h"
 #include "log.h"
+#include "readall.h"
 
 #define DEFAULT_FS_ROOT "/sys/fs/cgroup"
 #define DEFAULT_PROC_SELF_CGROUP "/proc/self/cgroup"
@@ -52,35 +53,16 @@ static char *join(const char *dir, const char *name) {
   return asprintf(&p, "%s/%s", dir, name) < 0 ? NULL : p;
 }
 
+/* Control files are small; a cap keeps a fake tree's file from being huge. */
 static int read_path(const char *path, char **out, struct coil_error *err) {
   cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return coil_error_sys(err, errno, "read %s", path);
-  size_t cap = 4096, len = 0;
-  cleanup_free char *buf = malloc(cap);
-  if (!buf)
-    return no_memory(err);
-  for (;;) {
-    if (len + 1 == cap) {
-      char *bigger = realloc(buf, cap * 2);
-      if (!bigger)
-        return no_memory(err);
-      buf = bigger;
-      cap *= 2;
-    }
-    ssize_t n = read(fd, buf + len, cap - len - 1);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return coil_error_sys(err, errno, "read %s", path);
-    if (n == 0)
-      break;
-    len += (size_t)n;
-  }
-  while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
-    len--;
-  buf[len] = '\0';
-  *out = steal_ptr(buf);
+  size_t len;
+  if (read_all(fd, 1 << 20, false, out, &len, err) < 0)
+    return coil_error_prefix(err, "read %s", path);
+  while (len > 0 && ((*out)[len - 1] == '\n' || (*out)[len - 1] == ' '))
+    (*out)[--len] = '\0';
   return 0;
 }
 

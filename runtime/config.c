@@ -17,6 +17,7 @@
 
 #include "cleanup.h"
 #include "json_walk.h"
+#include "readall.h"
 
 #define CONFIG_MAX_SIZE (16u << 20)
 /* Real configs nest about 6 deep; yajl frees its tree recursively and would
@@ -521,33 +522,8 @@ int config_read_file(const char *path, char **out, size_t *len,
   if (st.st_size > (off_t)CONFIG_MAX_SIZE)
     return coil_error_set(err, EFBIG, "%s: larger than %u MiB", path,
                           CONFIG_MAX_SIZE >> 20);
-
-  size_t cap = (size_t)st.st_size + 1, n = 0;
-  cleanup_free char *buf = malloc(cap);
-  if (!buf)
-    return coil_error_set(err, ENOMEM, "%s: out of memory", path);
-  for (;;) {
-    if (n == cap) {
-      cap = cap * 2 > CONFIG_MAX_SIZE + 1 ? CONFIG_MAX_SIZE + 1 : cap * 2;
-      char *bigger = realloc(buf, cap);
-      if (!bigger)
-        return coil_error_set(err, ENOMEM, "%s: out of memory", path);
-      buf = bigger;
-    }
-    ssize_t r = read(fd, buf + n, cap - n);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0)
-      return coil_error_sys(err, errno, "read %s", path);
-    if (r == 0)
-      break;
-    n += (size_t)r;
-    if (n > CONFIG_MAX_SIZE)
-      return coil_error_set(err, EFBIG, "%s: larger than %u MiB", path,
-                            CONFIG_MAX_SIZE >> 20);
-  }
-  *out = steal_ptr(buf);
-  *len = n;
+  if (read_all(fd, CONFIG_MAX_SIZE, false, out, len, err) < 0)
+    return coil_error_prefix(err, "%s", path);
   return 0;
 }
 

@@ -10,47 +10,11 @@
 #include <yajl/yajl_tree.h>
 
 #include "cleanup.h"
+#include "readall.h"
 
 /* Nesting deeper than this is refused before yajl builds (and recursively
  * frees) a tree. */
 #define MAX_DEPTH 128
-
-static int read_all(int fd, size_t cap, char **out, size_t *len,
-                    struct coil_error *err) {
-  size_t size = 0, alloc = 4096;
-  cleanup_free char *buf = malloc(alloc);
-  if (!buf)
-    return coil_error_sys(err, ENOMEM, "request");
-  for (;;) {
-    if (size == alloc) {
-      if (alloc > cap)
-        break;
-      alloc *= 2;
-      char *grown = realloc(buf, alloc + 1);
-      if (!grown)
-        return coil_error_sys(err, ENOMEM, "request");
-      buf = grown;
-    }
-    ssize_t r = read(fd, buf + size, alloc - size);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0)
-      return coil_error_sys(err, errno, "request: read stdin");
-    if (r == 0)
-      break;
-    size += (size_t)r;
-  }
-  if (size > cap)
-    return coil_error_set(err, EFBIG, "request: larger than %zu bytes", cap);
-  char *end = realloc(buf, size + 1);
-  if (!end)
-    return coil_error_sys(err, ENOMEM, "request");
-  buf = end;
-  buf[size] = '\0';
-  *out = steal_ptr(buf);
-  *len = size;
-  return 0;
-}
 
 /* Depth of arrays/objects outside strings, and no NUL bytes. */
 static int prescan(const char *s, size_t len, struct coil_error *err) {
@@ -135,7 +99,9 @@ int protocol_read_request(int fd, size_t cap, PyObject **out,
                           struct coil_error *err) {
   cleanup_free char *buf = NULL;
   size_t len = 0;
-  if (read_all(fd, cap, &buf, &len, err) < 0 || prescan(buf, len, err) < 0)
+  if (read_all(fd, cap, false, &buf, &len, err) < 0)
+    return coil_error_prefix(err, "request");
+  if (prescan(buf, len, err) < 0)
     return -1;
   char ebuf[256];
   yajl_val tree = yajl_tree_parse(buf, ebuf, sizeof ebuf);

@@ -11,6 +11,7 @@
 
 #include "cleanup.h"
 #include "layers.h"
+#include "readall.h"
 
 static int read_code(const char *bundle, const char *path, char **out,
                      size_t *len, struct coil_error *err) {
@@ -25,19 +26,8 @@ static int read_code(const char *bundle, const char *path, char **out,
   if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
     return coil_error_set(err, EINVAL, "sandbox.python.code: %s is not a file",
                           full);
-  if (sb.st_size > PY_CODE_READ_MAX)
-    return coil_error_set(err, EFBIG,
-                          "sandbox.python.code: %s is over %d bytes", full,
-                          PY_CODE_READ_MAX);
-  cleanup_free char *buf = malloc((size_t)sb.st_size + 1);
-  if (!buf)
-    return coil_error_sys(err, ENOMEM, "sandbox.python.code");
-  ssize_t r = read(fd, buf, (size_t)sb.st_size);
-  if (r < 0)
-    return coil_error_sys(err, errno, "sandbox.python.code: read %s", full);
-  buf[r] = '\0';
-  *len = (size_t)r;
-  *out = steal_ptr(buf);
+  if (read_all(fd, PY_CODE_READ_MAX, false, out, len, err) < 0)
+    return coil_error_prefix(err, "sandbox.python.code: %s", full);
   return 0;
 }
 

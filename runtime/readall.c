@@ -1,0 +1,54 @@
+#include "readall.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+
+int read_all(int fd, size_t cap, bool truncate, char **out, size_t *len,
+             struct coil_error *err) {
+  size_t n = 0, alloc = cap < 4096 ? cap + 1 : 4096;
+  cleanup_free char *buf = malloc(alloc + 1);
+  if (!buf)
+    return coil_error_sys(err, ENOMEM, "read");
+  for (;;) {
+    if (n == alloc) {
+      if (alloc > cap)
+        break; /* holds cap + 1 bytes: over the cap */
+      alloc = alloc * 2 > cap + 1 ? cap + 1 : alloc * 2;
+      char *bigger = realloc(buf, alloc + 1);
+      if (!bigger)
+        return coil_error_sys(err, ENOMEM, "read");
+      buf = bigger;
+    }
+    ssize_t r = read(fd, buf + n, alloc - n);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      return coil_error_sys(err, errno, "read");
+    if (r == 0)
+      break;
+    n += (size_t)r;
+  }
+  if (n > cap && !truncate)
+    return coil_error_set(err, EFBIG, "larger than %zu bytes", cap);
+  buf[n] = '\0';
+  *out = steal_ptr(buf);
+  *len = n;
+  return 0;
+}
+
+int read_file_or_stdin(const char *path, size_t cap, bool truncate, char **out,
+                       size_t *len, struct coil_error *err) {
+  bool is_stdin = strcmp(path, "-") == 0;
+  int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return coil_error_sys(err, errno, "open %s", path);
+  int r = read_all(fd, cap, truncate, out, len, err);
+  if (!is_stdin)
+    close(fd);
+  return r < 0 ? coil_error_prefix(err, "%s", is_stdin ? "<stdin>" : path) : 0;
+}
