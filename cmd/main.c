@@ -59,7 +59,8 @@ static const struct command commands[] = {
      "bundle's, 5)\n"
      "      --memory SIZE         memory limit, e.g. 128m (default: the "
      "bundle's)\n"
-     "  -c CODE                   run CODE instead of FILE (a FILE of '-' is stdin)\n"
+     "  -c CODE                   run CODE instead of FILE (a FILE of '-' is "
+     "stdin)\n"
      "Without --entry or --request the code runs as a script.\n"},
     {"check", cmd_check, "check FILE",
      "run only the gate on FILE ('-': stdin) and print every violation",

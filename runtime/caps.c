@@ -5,10 +5,10 @@
 #include <grp.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <unistd.h>
 #include <strings.h>
 #include <sys/capability.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include "log.h"
 
