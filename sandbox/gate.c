@@ -184,12 +184,13 @@ static Py_ssize_t ssize_limit(size_t v) {
   return v > (size_t)PY_SSIZE_T_MAX ? PY_SSIZE_T_MAX : (Py_ssize_t)v;
 }
 
-/* Copies the policy's (violations, helpers, code) into out. */
+/* Copies the policy's (violations, helpers, code, uses_codecs) into out. */
 static int take_result(PyObject *r, struct gate_result *out,
                        struct coil_error *err) {
   PyObject *viol, *helpers, *code;
-  if (!PyArg_ParseTuple(r, "O!O!O;gate policy: check() result", &PyList_Type,
-                        &viol, &PyList_Type, &helpers, &code))
+  int codecs;
+  if (!PyArg_ParseTuple(r, "O!O!Op;gate policy: check() result", &PyList_Type,
+                        &viol, &PyList_Type, &helpers, &code, &codecs))
     return embed_py_error(err, "gate");
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(viol); i++) {
     int line, col;
@@ -207,11 +208,6 @@ static int take_result(PyObject *r, struct gate_result *out,
     const char *h = PyUnicode_AsUTF8(PyList_GET_ITEM(helpers, i));
     if (!h)
       return embed_py_error(err, "gate: helper name");
-    /* The policy marks codec use with a name no helper can have. */
-    if (strcmp(h, "#codecs") == 0) {
-      out->uses_codecs = true;
-      continue;
-    }
     out->helpers[out->n_helpers] = strdup(h);
     if (!out->helpers[out->n_helpers])
       return coil_error_sys(err, ENOMEM, "gate: helper list");
@@ -222,6 +218,7 @@ static int take_result(PyObject *r, struct gate_result *out,
       return coil_error_set(err, 0, "gate policy: bad code object");
     out->code = Py_NewRef(code);
   }
+  out->uses_codecs = codecs;
   return 0;
 }
 
@@ -240,11 +237,7 @@ static int run_policy(PyObject *str, const char *filename,
     return embed_py_error(err, "gate policy");
   if (take_result(r, out, err) < 0)
     return -1;
-  if (!check_ast) {
-    out->uses_codecs = true;
-    return all_helpers(out, err);
-  }
-  return 0;
+  return check_ast ? 0 : all_helpers(out, err);
 }
 
 static int gate_check_into(const char *src, size_t len, const char *filename,

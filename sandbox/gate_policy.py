@@ -7,11 +7,12 @@ Everything here is a table or a rule over one node; the walk is an explicit
 stack, so hostile nesting cannot exhaust the C stack through the checker.
 
 check(src, filename, max_nodes, max_depth, check_ast)
-    -> (violations, helpers, code)
+    -> (violations, helpers, code, uses_codecs)
   violations: [(line, col, message)] in source order; line 0 means the
               violation is not tied to a place; col is 1-based, in characters
   helpers:    sorted helper names the code imports ("json", "urllib.parse")
   code:       the code object compiled from the checked tree, else None
+  uses_codecs: the code may look a codec up by name (see CODEC_ATTRS)
 """
 
 import _ast
@@ -223,7 +224,7 @@ def _at(node, pos):
     return pos if lineno is None else (lineno, node.col_offset)
 
 
-def _function_def(node, pos, add, helpers):
+def _function_def(node, pos, add, uses):
     for d in node.decorator_list:
         add(_at(d, pos), "decorators are not allowed")
     if node.returns is not None:
@@ -232,12 +233,12 @@ def _function_def(node, pos, add, helpers):
         add(pos, "type comments are not allowed")
 
 
-def _arg(node, pos, add, helpers):
+def _arg(node, pos, add, uses):
     if node.annotation is not None:
         add(_at(node.annotation, pos), "annotations are not allowed")
 
 
-def _comprehension(node, pos, add, helpers):
+def _comprehension(node, pos, add, uses):
     if node.is_async:
         add(pos, "async comprehensions are not allowed")
 
@@ -254,7 +255,7 @@ CODEC_CALLS = frozenset(("str", "bytes", "bytearray"))
 FAST_CODECS = frozenset(("utf-8", "utf8", "utf_8", "ascii", "us-ascii",
                          "latin-1", "latin1", "latin_1", "iso-8859-1",
                          "iso8859-1"))
-USES_CODECS = "#codecs"  # marker in the helpers set; never a helper name
+CODECS = ("codecs",)  # in `uses` beside helper names; a tuple, never a name
 
 
 def _encoding_arg(node, index):
@@ -270,7 +271,7 @@ def _encoding_arg(node, index):
     return None
 
 
-def _call(node, pos, add, helpers):
+def _call(node, pos, add, uses):
     f = node.func
     if type(f) is _ast.Attribute and f.attr in CODEC_ATTRS:
         enc = _encoding_arg(node, 0)
@@ -281,24 +282,24 @@ def _call(node, pos, add, helpers):
     if enc is None or (type(enc) is _ast.Constant and type(enc.value) is str
                        and enc.value.lower() in FAST_CODECS):
         return
-    helpers.add(USES_CODECS)
+    uses.add(CODECS)
 
 
-def _attribute(node, pos, add, helpers):
+def _attribute(node, pos, add, uses):
     if type(node.ctx) is _ast.Store:
         add(pos, "assigning to attributes is not allowed")
     elif type(node.ctx) is not _ast.Load:
         add(pos, "deleting attributes is not allowed")
 
 
-def _delete(node, pos, add, helpers):
+def _delete(node, pos, add, uses):
     for t in node.targets:
         # Attribute targets are reported by the Attribute rule.
         if type(t) not in (_ast.Name, _ast.Subscript, _ast.Attribute):
             add(_at(t, pos), "'del' is only allowed on names and subscripts")
 
 
-def _formatted_value(node, pos, add, helpers):
+def _formatted_value(node, pos, add, uses):
     if node.conversion not in CONVERSIONS:
         add(pos, "f-string conversion %r is not allowed" % node.conversion)
     spec = node.format_spec
@@ -306,7 +307,7 @@ def _formatted_value(node, pos, add, helpers):
         add(pos, "an f-string format spec must be an f-string")
 
 
-def _constant(node, pos, add, helpers):
+def _constant(node, pos, add, uses):
     if type(node.value) not in CONSTANT_TYPES:
         add(pos, "constants of type %s are not allowed"
             % type(node.value).__name__)
@@ -323,23 +324,23 @@ def _not_a_helper(name):
                                                           HELPER_LIST)
 
 
-def _import(node, pos, add, helpers):
+def _import(node, pos, add, uses):
     for a in node.names:
         if a.name in HELPER_MEMBERS:
-            helpers.add(a.name)
+            uses.add(a.name)
         else:
             add(_at(a, pos), _not_a_helper(a.name))
         _check_binding(a, pos, add, a.asname or a.name.partition(".")[0])
 
 
-def _import_from(node, pos, add, helpers):
+def _import_from(node, pos, add, uses):
     if node.level:
         add(pos, "relative imports are not allowed")
         return
     if node.module not in HELPER_MEMBERS:
         add(pos, _not_a_helper(node.module))
         return
-    helpers.add(node.module)
+    uses.add(node.module)
     members = HELPER_MEMBERS[node.module]
     for a in node.names:
         if a.name == "*":
@@ -412,7 +413,7 @@ def _check_str(node, field, s, pos, add):
         add(pos, problem)
 
 
-def _walk(tree, max_nodes, max_depth, helpers):
+def _walk(tree, max_nodes, max_depth, uses):
     """Every violation in tree as (line, byte col, message)."""
     out = []
 
@@ -446,7 +447,7 @@ def _walk(tree, max_nodes, max_depth, helpers):
         else:
             rule = ALLOWED[kind]
             if rule:
-                rule(node, pos, add, helpers)
+                rule(node, pos, add, uses)
         for field in kind._fields:
             value = getattr(node, field, None)
             items = value if type(value) is list else (value,)
@@ -481,24 +482,28 @@ def check(src, filename, max_nodes, max_depth, check_ast):
         tree = compile(src, filename, "exec", _ast.PyCF_ONLY_AST,
                        dont_inherit=True)
     except SyntaxError as e:
-        return [_syntax_error(e)], [], None
+        return [_syntax_error(e)], [], None, False
     except (RecursionError, MemoryError):
         # The parser's own stack guards (2.5): deep `-`, `not`, `a.a.a`...
-        return [(0, 0, "the code is nested too deeply to parse")], [], None
-    helpers = set()
-    if check_ast:
-        found = _walk(tree, max_nodes, max_depth, helpers)
-        if found:
-            lines = _lines(src)
-            found = sorted(((ln, _char_col(lines, ln, c), m)
-                            for ln, c, m in found),
-                           key=lambda v: (v[0], v[1]))
-            return found, sorted(helpers), None
+        return ([(0, 0, "the code is nested too deeply to parse")], [], None,
+                False)
+    uses = set()
+    found = _walk(tree, max_nodes, max_depth, uses) if check_ast else []
+    helpers = sorted(u for u in uses if u != CODECS)
+    # Unchecked code may do anything, codec lookups included.
+    codecs = CODECS in uses or not check_ast
+    if found:
+        lines = _lines(src)
+        found = sorted(((ln, _char_col(lines, ln, c), m)
+                        for ln, c, m in found),
+                       key=lambda v: (v[0], v[1]))
+        return found, helpers, None, codecs
     try:
         code = compile(tree, filename, "exec", dont_inherit=True)
     except SyntaxError as e:
         # Rules the compiler applies: 'return' outside function, ...
-        return [_syntax_error(e)], sorted(helpers), None
+        return [_syntax_error(e)], helpers, None, codecs
     except (RecursionError, MemoryError):
-        return [(0, 0, "the code is too complex to compile")], [], None
-    return [], sorted(helpers), code
+        return ([(0, 0, "the code is too complex to compile")], [], None,
+                codecs)
+    return [], helpers, code, codecs

@@ -577,6 +577,37 @@ static void test_decoding(void) {
   accepted("UTF-8 BOM", bom);
 }
 
+/* Codecs are pre-imported only when the code may look one up by name. */
+static void test_codec_use(void) {
+  static const struct {
+    const char *src;
+    bool codecs;
+  } cases[] = {
+      {"x = 'a'.upper()\n", false},
+      {"x = 'a'.encode()\n", false},
+      {"x = 'a'.encode('UTF-8')\n", false},
+      {"x = b'a'.decode('latin-1', errors='replace')\n", false},
+      {"x = str(b'a', 'ascii')\n", false},
+      {"x = 'a'.encode('idna')\n", true},
+      {"e = 'cp1252'; x = 'a'.encode(e)\n", true},
+      {"x = bytes('a', encoding='utf-16')\n", true},
+      {"x = str(b'a', *['idna'])\n", true},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct gate_result r;
+    bool done = gate(cases[i].src, &r);
+    ok(done && r.n == 0 && r.uses_codecs == cases[i].codecs,
+       "codec lookup %s: %.*s", cases[i].codecs ? "seen" : "none",
+       (int)strcspn(cases[i].src, "\n"), cases[i].src);
+    gate_result_free(&r);
+  }
+  struct gate_result r;
+  ok(gate_check("x = 1\n", 6, "<user>", NULL, false, &r, &err) == 0 &&
+         r.uses_codecs,
+     "check_ast off: codecs assumed");
+  gate_result_free(&r);
+}
+
 static void test_policy_private(void) {
   struct gate_result r;
   ok(gate_check("class A:\n    pass\n", 18, "<user>", NULL, false, &r, &err) ==
@@ -610,6 +641,7 @@ int main(void) {
   test_benign();
   test_limits();
   test_decoding();
+  test_codec_use();
   test_policy_private();
   return tap_done();
 }
