@@ -530,6 +530,9 @@ static int remove_empty_ancestors(const char *path, unsigned levels,
  * last may exist already ("coil" is shared by containers); the last is the
  * container's own and must be new. Each level is readied by the driver
  * before the next. On failure removes the levels it made. */
+/* What a level removed under our feet looks like. */
+static bool vanished(int e) { return e == ENOENT || e == ENODEV; }
+
 static int make_dirs(struct cg_dir *d, const char *base, const char *rel,
                      const struct coil_resources *res, unsigned *made,
                      struct coil_error *err) {
@@ -547,7 +550,8 @@ static int make_dirs(struct cg_dir *d, const char *base, const char *rel,
       ends[lev++] = k;
 
   /* A concurrent cgroup_destroy may remove a "coil" it found empty just as
-   * this makes the next level in it (ENOENT): start over, a few times. */
+   * this makes or readies the next level in it (ENOENT, or ENODEV for a file
+   * of a cgroup being removed): start over, a few times. */
   for (int attempt = 0;; attempt++) {
     bool retry = false;
     size_t lev;
@@ -564,7 +568,7 @@ static int make_dirs(struct cg_dir *d, const char *base, const char *rel,
         coil_error_set(err, EEXIST, "cgroup %s already exists", child);
         break;
       }
-      if (!created[lev] && errno == ENOENT && lev > 0 && attempt < 3) {
+      if (!created[lev] && vanished(errno) && lev > 0 && attempt < 3) {
         retry = true;
         break;
       }
@@ -573,6 +577,7 @@ static int make_dirs(struct cg_dir *d, const char *base, const char *rel,
         break;
       }
       if (d->drv->init_level(d, parent, child, created[lev], res, err) < 0) {
+        retry = vanished(err->err) && attempt < 3;
         lev++;
         break;
       }

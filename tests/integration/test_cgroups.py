@@ -1,6 +1,7 @@
 """cgroup limits on this (hybrid: v1 controllers) host: placement, memory
 (OOM kill reported), pids, cpu; removal on delete."""
 
+import concurrent.futures
 import os
 import re
 import time
@@ -247,3 +248,19 @@ def test_hugetlb_limit_and_memory_reservation():
                                  "memory.soft_limit_in_bytes")) == str(8 * MiB)
     finally:
         check(coil("delete", "--force", cid, root=root))
+
+
+def test_parallel_containers_share_the_coil_parent():
+    # Each delete removes the shared "coil" parent cgroup when it is empty,
+    # while other creates make their cgroups inside it: creates must retry
+    # when the parent vanishes under them, never fail.
+    root = new_root()
+    bundle = new_bundle(["true"])
+
+    def one(i):
+        return coil("run", "--bundle", bundle, new_id("par"), root=root)
+
+    with concurrent.futures.ThreadPoolExecutor(3) as ex:
+        results = list(ex.map(one, range(90)))
+    bad = [r for r in results if r.returncode != 0]
+    assert not bad, describe(bad[0])
