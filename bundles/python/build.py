@@ -1,10 +1,17 @@
 #!/usr/bin/python3
 """Build coil's default Python rootfs reproducibly, or check it.
 
-    build.py [OUT]            build OUT (default: rootfs next to this file)
-    build.py --manifest [OUT] the same, and rewrite MANIFEST next to this file
-    build.py --check [OUT]    build into a temporary directory and compare its
-                              manifest with MANIFEST (and OUT's, if OUT exists)
+    build.py [OUT]              build OUT (default: rootfs next to this file)
+    build.py --manifest [OUT]   the same, and write the manifest
+    build.py --check [OUT]      verify: see check() below
+    --manifest-path FILE        the manifest to write or check (default:
+                                MANIFEST next to this file)
+
+The manifest records the tree's inputs (`input  NAME  VALUE`: the Debian
+package and version of every file copied into the tree or run to make it,
+and this script's sha256), `sha256  mode  path` per entry, and the tree
+digest. Building prints the inputs and warns when apt knows a newer version
+of one than is installed.
 
 The rootfs holds only what coil's embedded libpython3.11 needs in Python
 sandbox mode: the stdlib modules that the helpers and the fixed pre-import
@@ -19,6 +26,7 @@ ld.so.cache: ld.so finds libcrypto in its built-in /usr/lib/x86_64-linux-gnu).
 Run with Debian's /usr/bin/python3 (3.11, the version coil links). Root is
 needed to make every entry root:root.
 """
+import argparse
 import hashlib
 import json
 import os
@@ -82,6 +90,12 @@ MOUNT_POINTS = ["tmp", "dev"]
 OPENSSL_CNF = ("# coil default bundle: OpenSSL built-in defaults only.\n"
                "openssl_conf = openssl_init\n"
                "[openssl_init]\n")
+# The files that make the .pyc besides the sources: the interpreter (marshal
+# and the compiler are built into it) and py_compile.
+COMPILER_FILES = [PY, STDLIB + "/py_compile.py"]
+# The name of this script's digest among the manifest's inputs.
+SELF = "build.py"
+ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
 # Compiled in a fresh interpreter with a fixed state so that marshal's
 # reference flags (they depend on refcounts) come out the same every time.
 COMPILER = (
@@ -91,9 +105,9 @@ COMPILER = (
     "        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\n")
 
 
-def run(argv, stdin=None):
-    return subprocess.run(argv, input=stdin, check=True, capture_output=True,
-                          text=True, env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"}).stdout
+def run(argv, stdin=None, check=True):
+    return subprocess.run(argv, input=stdin, check=check, capture_output=True,
+                          text=True, env=ENV).stdout
 
 
 def module_closure():
@@ -130,6 +144,7 @@ def shared_deps(paths):
 
 
 def build(out):
+    """Build the tree at out; return the host files it was made from."""
     py, so = module_closure()
     os.makedirs(out)
     lib = os.path.join(out, STDLIB.lstrip("/"))
@@ -147,7 +162,8 @@ def build(out):
         shutil.copyfile(os.path.join(DYNLOAD, name),
                         os.path.join(out, DYNLOAD.lstrip("/"), name))
     os.makedirs(os.path.join(out, LIBDIR.lstrip("/")))
-    for name, path in shared_deps(os.path.join(DYNLOAD, s) for s in so):
+    libs = shared_deps(os.path.join(DYNLOAD, s) for s in so)
+    for name, path in libs:
         shutil.copyfile(path, os.path.join(out, LIBDIR.lstrip("/"), name))
     os.makedirs(os.path.join(out, "usr/lib/ssl"))
     with open(os.path.join(out, "usr/lib/ssl/openssl.cnf"), "w") as f:
@@ -155,6 +171,9 @@ def build(out):
     for d in MOUNT_POINTS:
         os.makedirs(os.path.join(out, d))
     normalise(out)
+    return ([os.path.join(STDLIB, rel) for rel in py] +
+            [os.path.join(DYNLOAD, name) for name in so] +
+            [path for _, path in libs] + COMPILER_FILES)
 
 
 def normalise(out):
@@ -169,9 +188,58 @@ def normalise(out):
         os.utime(dirpath, (EPOCH, EPOCH))
 
 
-def versions():
-    pkgs = ["libpython3.11-minimal", "libpython3.11-stdlib", "libssl3"]
-    return run(["dpkg-query", "-W", "-f", "${Package} ${Version}\\n"] + pkgs).split("\n")[:-1]
+def inputs(files):
+    """{name: value}: the installed version of each Debian package that owns
+    one of files, and this script's digest."""
+    files = sorted(set(files))
+    owned = {}
+    for line in run(["dpkg-query", "-S"] + files, check=False).splitlines():
+        pkgs, sep, path = line.partition(": ")
+        if sep and not line.startswith("diversion by "):
+            owned[path] = pkgs.split(", ")
+    for path in files:
+        if path not in owned:
+            sys.exit(f"build.py: {path}: not installed by any Debian package")
+    pkgs = sorted({p for ps in owned.values() for p in ps})
+    found = {}
+    for line in run(["dpkg-query", "-W", "-f", "${Package} ${Version}\\n"] + pkgs).splitlines():
+        name, version = line.split(" ", 1)
+        found[name] = version
+    with open(os.path.abspath(__file__), "rb") as f:
+        found[SELF] = "sha256:" + hashlib.sha256(f.read()).hexdigest()
+    return found
+
+
+def apt_candidates(pkgs):
+    """{package: the version apt would install}, from apt's local lists; a
+    package apt knows no candidate for is left out."""
+    try:
+        out = run(["apt-cache", "policy"] + pkgs, check=False)
+    except OSError:
+        return {}
+    found, pkg = {}, None
+    for line in out.splitlines():
+        if not line.startswith(" ") and line.endswith(":"):
+            pkg = line[:-1].split(":")[0]
+            continue
+        key, _, value = line.strip().partition(": ")
+        if pkg in pkgs and key == "Candidate" and value and value != "(none)":
+            found[pkg] = value
+    return found
+
+
+def report_inputs(found):
+    """Print the inputs; warn on stderr for each package apt has a newer
+    version of (e.g. a security update not yet installed)."""
+    for name, value in sorted(found.items()):
+        print(f"build.py: input {name} {value}")
+    pkgs = sorted(n for n in found if n != SELF)
+    for name, newer in sorted(apt_candidates(pkgs).items()):
+        if subprocess.run(["dpkg", "--compare-versions", found[name], "lt", newer],
+                          env=ENV).returncode == 0:
+            print(f"build.py: warning: {name} {found[name]} is installed but apt "
+                  f"has {newer}; the bundle is built from {found[name]}",
+                  file=sys.stderr)
 
 
 def manifest(root):
@@ -197,48 +265,110 @@ def manifest(root):
                 sys.exit(f"build.py: {rel}: not a file or directory")
     lines.sort(key=lambda l: l.split("  ", 2)[2])
     total = hashlib.sha256("".join(l + "\n" for l in lines).encode()).hexdigest()
-    head = [f"# built from {v}" for v in versions()]
-    return head + lines + [f"{total}  total  {len(lines)} entries, {size} bytes"]
+    return lines + [f"{total}  total  {len(lines)} entries, {size} bytes"]
+
+
+def write_manifest(path, found, tree):
+    with open(path, "w") as f:
+        for name, value in sorted(found.items()):
+            f.write(f"input  {name}  {value}\n")
+        f.write("\n".join(tree) + "\n")
+
+
+def read_manifest(path):
+    """({name: value} of the `input` lines, the other lines)."""
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        sys.exit(f"build.py: {path}: {e.strerror}")
+    found, tree = {}, []
+    for line in lines:
+        if line.startswith("input  "):
+            _, name, value = line.split("  ", 2)
+            found[name] = value
+        else:
+            tree.append(line)
+    return found, tree
+
+
+def compare(trees, want, ref):
+    """Print whether each (what, lines) of trees equals want; 1 if any does
+    not, with the lines only one side has."""
+    bad = 0
+    for what, lines in trees:
+        if lines == want:
+            print(f"verify: {what} matches {ref} (tree {want[-1].split()[0][:16]}...)")
+            continue
+        bad = 1
+        print(f"verify: {what} differs from {ref}:", file=sys.stderr)
+        for l in sorted(set(lines) ^ set(want), key=lambda l: l.split("  ")[-1]):
+            print(("  + " if l in lines else "  - ") + l, file=sys.stderr)
+    return bad
+
+
+def check(out, mpath):
+    """With the manifest's inputs installed, a fresh build and out (if it
+    exists) must have the manifest's tree. With other inputs the manifest's
+    tree cannot be expected: name each changed input, then build a second
+    time elsewhere; both builds and out (if it exists) must be the same."""
+    want_inputs, want = read_manifest(mpath)
+    with tempfile.TemporaryDirectory(prefix="coil-rootfs-") as tmp:
+        first = os.path.join(tmp, "first")
+        found = inputs(build(first))
+        got = manifest(first)
+        existing = [(out, manifest(out))] if os.path.isdir(out) else []
+        changed = [(n, want_inputs.get(n, "(none)"), found.get(n, "(none)"))
+                   for n in sorted(set(want_inputs) | set(found))
+                   if want_inputs.get(n) != found.get(n)]
+        if not changed:
+            print(f"verify: inputs are those of {mpath}")
+            return compare([("a fresh build", got)] + existing, want, mpath)
+        for name, was, now in changed:
+            print(f"verify: input {name} changed: {mpath} has {was}, "
+                  f"this machine has {now}", file=sys.stderr)
+        print(f"verify: so the tree is not compared with {mpath}; checking "
+              "instead that two builds in separate directories are identical")
+        second = os.path.join(tmp, "second")
+        build(second)
+        bad = compare([("a second fresh build", manifest(second))] + existing,
+                      got, "a first fresh build")
+    if not bad:
+        print("verify: reproducible")
+    return bad
 
 
 def main(argv):
-    check = argv[:1] == ["--check"]
-    rewrite = argv[:1] == ["--manifest"]
-    argv = argv[1:] if check or rewrite else argv
-    out = os.path.abspath(argv[0] if argv else os.path.join(HERE, "rootfs"))
-    mpath = os.path.join(HERE, "MANIFEST")
+    ap = argparse.ArgumentParser(allow_abbrev=False,
+                                 description="Build coil's default Python rootfs.")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--manifest", action="store_true",
+                      help="also write the manifest")
+    mode.add_argument("--check", action="store_true",
+                      help="verify the build against the manifest")
+    ap.add_argument("--manifest-path", default=os.path.join(HERE, "MANIFEST"),
+                    metavar="FILE", help="default: MANIFEST next to build.py")
+    ap.add_argument("out", nargs="?", default=os.path.join(HERE, "rootfs"),
+                    metavar="OUT", help="default: rootfs next to build.py")
+    opts = ap.parse_args(argv)
+    # stdout and stderr lines in the order they were printed, under make too.
+    sys.stdout.reconfigure(line_buffering=True)
+    out = os.path.abspath(opts.out)
     if os.geteuid() != 0:
         sys.exit("build.py: run as root (entries must be root:root)")
-    if not check:
-        tmp = out + ".new"
-        shutil.rmtree(tmp, ignore_errors=True)
-        build(tmp)
-        lines = manifest(tmp)
-        shutil.rmtree(out, ignore_errors=True)
-        os.rename(tmp, out)
-        if rewrite:
-            with open(mpath, "w") as f:
-                f.write("\n".join(lines) + "\n")
-        print(lines[-1])
-        return 0
-    with open(mpath) as f:
-        want = f.read().splitlines()
-    with tempfile.TemporaryDirectory(prefix="coil-rootfs-") as tmp:
-        build(os.path.join(tmp, "rootfs"))
-        got = manifest(os.path.join(tmp, "rootfs"))
-    trees = [("a fresh build", got)]
-    if os.path.isdir(out):
-        trees.append((out, manifest(out)))
-    bad = 0
-    for what, lines in trees:
-        if lines != want:
-            bad = 1
-            print(f"verify: {what} differs from MANIFEST:", file=sys.stderr)
-            for l in sorted(set(lines) ^ set(want)):
-                print(("  +" if l in lines else "  -") + " " + l, file=sys.stderr)
-        else:
-            print(f"verify: {what} matches MANIFEST ({want[-1].split()[0][:16]}...)")
-    return bad
+    if opts.check:
+        return check(out, opts.manifest_path)
+    tmp = out + ".new"
+    shutil.rmtree(tmp, ignore_errors=True)
+    found = inputs(build(tmp))
+    tree = manifest(tmp)
+    shutil.rmtree(out, ignore_errors=True)
+    os.rename(tmp, out)
+    report_inputs(found)
+    if opts.manifest:
+        write_manifest(opts.manifest_path, found, tree)
+    print(tree[-1])
+    return 0
 
 
 if __name__ == "__main__":
