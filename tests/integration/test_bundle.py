@@ -179,6 +179,7 @@ def test_bundle_verify_with_other_inputs_names_them_and_builds_twice():
 
 
 def test_bundle_has_no_forbidden_extension_modules():
+    assert os.path.isdir(ROOTFS), "no %s: run make bundle" % ROOTFS
     found = []
     for dirpath, _, files in os.walk(ROOTFS):
         found += [os.path.join(dirpath, f) for f in files
@@ -186,10 +187,13 @@ def test_bundle_has_no_forbidden_extension_modules():
     assert not found, found
 
 
-def test_bundle_has_no_python_binary_and_is_root_owned():
-    assert not os.path.exists(os.path.join(ROOTFS, "usr", "bin", "python3.11"))
+def test_bundle_has_no_python_binary_and_fixed_owner_modes_mtimes():
+    assert os.path.isdir(ROOTFS), "no %s: run make bundle" % ROOTFS
+    assert not os.path.exists(os.path.join(ROOTFS, "usr", "bin"))
     for dirpath, dirs, files in os.walk(ROOTFS):
-        for name in dirs + files:
-            st = os.lstat(os.path.join(dirpath, name))
-            assert st.st_uid == 0 and st.st_gid == 0, (dirpath, name)
-            assert not st.st_mode & 0o022, (dirpath, name, oct(st.st_mode))
+        for name in [dirpath] + [os.path.join(dirpath, f) for f in files]:
+            st = os.lstat(name)
+            assert st.st_uid == 0 and st.st_gid == 0, name
+            assert st.st_mode & 0o7777 == (0o755 if name == dirpath else 0o644), \
+                (name, oct(st.st_mode))
+            assert int(st.st_mtime) == EPOCH, (name, st.st_mtime)
