@@ -66,6 +66,79 @@ def expect_result(r, want):
         "expected result %r\n%s" % (want, describe(r))
 
 
+# ---- request strings ---------------------------------------------------------
+
+def test_python_protocol_request_nul_escape_kept():
+    r = handle("h = request['host']\nreturn [len(h), ord(h[8]), h[9:]]",
+               b'{"host": "evil.com\\u0000.good.example"}')
+    expect_result(r, [22, 0, ".good.example"])
+
+
+def test_python_protocol_request_nul_escape_in_key():
+    r = handle("return [[len(k), k] for k in request]",
+               b'{"a\\u0000b": 1, "\\u0000": 2}')
+    expect_result(r, [[3, "a\x00b"], [1, "\x00"]])
+
+
+def test_python_protocol_request_escapes_and_pairs():
+    r = handle("return [request, len(request[1])]",
+               b'["\\u00e9\\t\\"\\\\/", "\\ud83d\\ude00", "\xc3\xa9\xf0\x9f\x98\x80"]')
+    expect_result(r, [["\u00e9\t\"\\/", "\U0001f600", "\u00e9\U0001f600"], 1])
+
+
+def test_python_protocol_request_lone_surrogate_refused():
+    for doc in (b'{"s": "\\ud800"}', b'{"s": "x\\udc00y"}',
+                b'["\\ud800\\u0041"]', b'{"\\udfff": 1}',
+                b'["\\ud83d\\ud83d\\ude00"]'):
+        r = handle("return 1", doc)
+        err = expect_error(r, 125, "RequestError")
+        assert "surrogate" in err["message"] and "char" in err["message"], \
+            describe(r)
+
+
+def test_python_protocol_request_nan_refused():
+    for doc in (b'[NaN]', b'{"x": Infinity}', b'-Infinity'):
+        r = handle("return 1", doc)
+        expect_error(r, 125, "RequestError")
+
+
+# ---- error envelopes stay valid UTF-8 -----------------------------------------
+
+def test_python_protocol_request_invalid_utf8():
+    r = handle("return 1", b'{"a": "\xff\xfe"}')
+    err = expect_error(r, 125, "RequestError")
+    assert "UTF-8" in err["message"] and "byte 7" in err["message"], \
+        describe(r)
+
+
+def test_python_protocol_request_bad_json_near_non_ascii():
+    cases = ((b'{"na\xc3\xafve": tru}', "line 1 column 11 (char 10)"),
+             (b'{"\xe4\xb8\xad": [1,\n "\xc3\xa9" 2]}', "line 2 column 6"),
+             (b'["\xf0\x9f\x98\x80\xe2\x82', "UTF-8"),
+             (b'{"\xc3\xa9\xc3\xa9": 1, "x": ' + b"\xc3\xa9" * 200, "char"))
+    for doc, where in cases:
+        r = handle("return 1", doc)
+        err = expect_error(r, 125, "RequestError")
+        assert where in err["message"] and err["message"].isascii(), \
+            describe(r)
+
+
+# ---- result strings -------------------------------------------------------------
+
+def test_python_protocol_result_nul_escaped():
+    r = handle("return {chr(0): 'a' + chr(0) + 'b'}", b"{}")
+    expect_result(r, {"\x00": "a\x00b"})
+    assert b"\\u0000" in r.stdout_bytes, describe(r)
+
+
+def test_python_protocol_result_lone_surrogate_refused():
+    for body in ("return 'a' + chr(0xd800)", "return {chr(0xdc00): 1}",
+                 "print(chr(0xd800))\nreturn [1, chr(0xdfff)]"):
+        r = handle(body, b"{}")
+        err = expect_error(r, 1, "Exception")
+        assert "surrogate" in err["message"], describe(r)
+
+
 # ---- coil py --memory and --timeout -------------------------------------------
 
 def test_python_protocol_memory_option_refused():
