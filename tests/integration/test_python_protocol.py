@@ -139,6 +139,32 @@ def test_python_protocol_result_lone_surrogate_refused():
         assert "surrogate" in err["message"], describe(r)
 
 
+# ---- print output over the cap --------------------------------------------------
+
+def test_python_protocol_print_loop_output_limit():
+    r = handle("s = 'x' * 100000\nwhile True:\n    print(s)", b"{}")
+    expect_error(r, 1, "OutputLimit")
+
+
+def test_python_protocol_print_loop_swallowed_output_limit():
+    r = handle("s = 'x' * 100000\nwhile True:\n    try:\n        print(s)\n"
+               "    except:\n        pass", b"{}")
+    expect_error(r, 1, "OutputLimit")
+
+
+def test_python_protocol_single_huge_print_output_limit():
+    for call in ("print('x' * (2 << 20))", "print('a', end='y' * (2 << 20))",
+                 "print('a', 'b', sep='z' * (2 << 20))"):
+        r = handle(call + "\nwhile True:\n    pass", b"{}")
+        expect_error(r, 1, "OutputLimit")
+
+
+def test_python_protocol_print_loop_output_limit_script_mode():
+    r = run_py("-c", "s = 'x' * 100000\nwhile True:\n    print(s)\n")
+    assert r.returncode == 1 and "OutputLimit" in r.stderr, describe(r)
+    assert len(r.stdout_bytes) == 0, describe(r)
+
+
 # ---- coil py --memory and --timeout -------------------------------------------
 
 def test_python_protocol_memory_option_refused():
