@@ -35,32 +35,42 @@ static const char *default_bundle(char *buf, size_t cap) {
   return COIL_DATADIR "/bundles/python";
 }
 
-/* "256m", "1g", "65536" -> bytes; -1 when malformed. */
-static long long parse_size(const char *s) {
+/* "256m", "1g", "65536" -> bytes in *out; otherwise why s is not a size.
+ * Only digits and one suffix: strtoll alone would take " 1", "+1" and "-1",
+ * and the suffix multiply is checked so it cannot overflow. */
+static const char *parse_size(const char *s, long long *out) {
+  static const char *const malformed =
+      "expected a number with an optional k, m or g suffix";
+  if (*s < '0' || *s > '9')
+    return malformed;
   char *end;
   errno = 0;
   long long v = strtoll(s, &end, 10);
-  if (errno || v <= 0 || end == s)
-    return -1;
+  int shift = 0;
   switch (*end) {
   case '\0':
-    return v;
+    break;
   case 'k':
   case 'K':
-    v <<= 10;
+    shift = 10;
     break;
   case 'm':
   case 'M':
-    v <<= 20;
+    shift = 20;
     break;
   case 'g':
   case 'G':
-    v <<= 30;
+    shift = 30;
     break;
   default:
-    return -1;
+    return malformed;
   }
-  return end[1] ? -1 : v;
+  if (shift && end[1])
+    return malformed;
+  if (errno == ERANGE || v > LLONG_MAX >> shift)
+    return "too large";
+  *out = v << shift;
+  return NULL;
 }
 
 /* The request becomes the container's stdin through a memfd, so any size up
@@ -118,23 +128,28 @@ int cmd_py(const struct global_opts *g, int argc, char **argv) {
     case OPT_REQUEST:
       request = optarg;
       break;
-    case OPT_TIMEOUT:
-      ov.timeout = atoi(optarg);
-      if (ov.timeout < 1 || ov.timeout > 3600) {
+    case OPT_TIMEOUT: {
+      /* digits only: atoi would take "5s" as 5 */
+      char *end;
+      long t = strtol(optarg, &end, 10);
+      if (*optarg < '0' || *optarg > '9' || *end || t < 1 || t > 3600) {
         cmd_usage_error("py", "--timeout: expected 1..3600 seconds, got \"%s\"",
                         optarg);
         return EXIT_COIL_FAILED;
       }
+      ov.timeout = (int)t;
       break;
-    case OPT_MEMORY:
-      ov.memory = parse_size(optarg);
-      if (ov.memory < (1 << 20)) {
-        cmd_usage_error("py",
-                        "--memory: expected a size of at least 1m, got \"%s\"",
-                        optarg);
+    }
+    case OPT_MEMORY: {
+      const char *why = parse_size(optarg, &ov.memory);
+      if (!why && ov.memory < (1 << 20))
+        why = "expected a size of at least 1m";
+      if (why) {
+        cmd_usage_error("py", "--memory: %s, got \"%s\"", why, optarg);
         return EXIT_COIL_FAILED;
       }
       break;
+    }
     default:
       cmd_usage_error("py", "unknown or incomplete option \"%s\"",
                       argv[optind - 1]);

@@ -86,18 +86,23 @@ static const struct {
 
 /* ---- print() capture ---------------------------------------------------- */
 
-/* Default cap: the response envelope's stdout field (issue 3: 1 MiB). */
+/* Default cap: the response envelope's stdout field (1 MiB). */
 static struct {
   char *buf;
   size_t len, size; /* size: allocated bytes, room for the NUL */
   size_t cap;
   bool overflowed;
+  void (*on_overflow)(const void *arg);
+  const void *arg;
 } out = {.cap = 1 << 20};
 
-void guest_stdout_set_cap(size_t cap) {
+void guest_stdout_set_cap(size_t cap, void (*on_overflow)(const void *arg),
+                          const void *arg) {
   out.cap = cap;
   out.len = 0;
   out.overflowed = false;
+  out.on_overflow = on_overflow;
+  out.arg = arg;
   if (out.buf)
     out.buf[0] = '\0';
 }
@@ -108,16 +113,18 @@ const char *guest_stdout(size_t *len, bool *overflowed) {
   return out.buf ? out.buf : "";
 }
 
-/* Appends what fits under the cap, cut back to a UTF-8 boundary so the
- * captured text stays valid; the rest is dropped and the overflow kept. */
+/* Appends s; over the cap, keeps what fits, cut back to a UTF-8 boundary so
+ * the captured text stays valid, and stops the print: dropping the rest
+ * and carrying on would let `while True: print(s)` spin until the CPU limit
+ * instead of ending as OutputLimit. */
 static int out_append(const char *s, size_t n) {
-  if (out.overflowed)
-    return 0;
-  if (n > out.cap - out.len) {
+  bool over = out.overflowed || n > out.cap - out.len;
+  if (over && !out.overflowed) {
     n = out.cap - out.len;
     while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
       n--;
-    out.overflowed = true;
+  } else if (over) {
+    n = 0;
   }
   if (out.len + n + 1 > out.size) {
     size_t size = out.size ? out.size : 256;
@@ -134,7 +141,16 @@ static int out_append(const char *s, size_t n) {
   memcpy(out.buf + out.len, s, n);
   out.len += n;
   out.buf[out.len] = '\0';
-  return 0;
+  if (!over)
+    return 0;
+  if (!out.overflowed) {
+    out.overflowed = true;
+    if (out.on_overflow)
+      out.on_overflow(out.arg);
+  }
+  PyErr_Format(PyExc_RuntimeError, "print output over the %zu-byte output cap",
+               out.cap);
+  return -1;
 }
 
 /* Lone surrogates are escaped rather than fatal, so the capture is always

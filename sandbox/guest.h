@@ -27,10 +27,15 @@ int guest_preimport(const char *const *helpers, size_t n, bool codecs,
 int guest_globals(const char *const *helpers, size_t n, bool restricted,
                   PyObject **globals, struct coil_error *err);
 
-/* print() capture: everything user code prints, capped; overflow is
- * reported, never silently cut. Setting the cap (default 1 MiB) also
- * empties the buffer; text is cut at a UTF-8 boundary. */
-void guest_stdout_set_cap(size_t cap);
+/* print() capture: everything user code prints, up to cap bytes (default
+ * 1 MiB); setting the cap also empties the buffer. The print that goes over
+ * keeps what fits (cut at a UTF-8 boundary) and calls on_overflow(arg),
+ * which is expected not to return: python_mode ends the run there as
+ * OutputLimit, before user code could swallow an exception. Without
+ * on_overflow (or if it returns) that print and every later one raise
+ * RuntimeError. */
+void guest_stdout_set_cap(size_t cap, void (*on_overflow)(const void *arg),
+                          const void *arg);
 const char *guest_stdout(size_t *len, bool *overflowed);
 
 /* Every member user code can reach through the namespace or record o, as a

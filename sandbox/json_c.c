@@ -22,6 +22,7 @@ struct scanner {
   const void *data;
   Py_ssize_t len;
   int depth;
+  bool strict;    /* json_c_parse_strict: RFC 8259 only */
   PyObject *memo; /* keys seen, so equal keys share one object */
   Py_UCS4 *buf;   /* unescaped text of the current string */
   Py_ssize_t cap; /* of buf, in code points */
@@ -175,6 +176,12 @@ static PyObject *scan_string(struct scanner *p, Py_ssize_t begin,
           c = Py_UNICODE_JOIN_SURROGATES(c, (Py_UCS4)v2);
           end += 6;
         }
+      }
+      if (p->strict && Py_UNICODE_IS_SURROGATE(c)) {
+        char msg[64];
+        snprintf(msg, sizeof msg, "Unpaired surrogate \\u%04x in string at",
+                 (unsigned)c);
+        return decode_error(p, msg, nx - 2);
       }
     }
     p->buf[n++] = c; /* room: append_chunk reserved one more */
@@ -386,19 +393,19 @@ static PyObject *scan_value(struct scanner *p, Py_ssize_t idx,
     }
     break;
   case 'N':
-    if (matches(p, idx, "NaN")) {
+    if (!p->strict && matches(p, idx, "NaN")) {
       *next = idx + 3;
       return PyFloat_FromDouble(Py_NAN);
     }
     break;
   case 'I':
-    if (matches(p, idx, "Infinity")) {
+    if (!p->strict && matches(p, idx, "Infinity")) {
       *next = idx + 8;
       return PyFloat_FromDouble(HUGE_VAL);
     }
     break;
   case '-':
-    if (matches(p, idx, "-Infinity")) {
+    if (!p->strict && matches(p, idx, "-Infinity")) {
       *next = idx + 9;
       return PyFloat_FromDouble(-HUGE_VAL);
     }
@@ -407,8 +414,9 @@ static PyObject *scan_value(struct scanner *p, Py_ssize_t idx,
   return match_number(p, idx, next);
 }
 
-static PyObject *loads_str(PyObject *s) {
+static PyObject *loads_str(PyObject *s, bool strict) {
   struct scanner p = {.str = s,
+                      .strict = strict,
                       .kind = PyUnicode_KIND(s),
                       .data = PyUnicode_DATA(s),
                       .len = PyUnicode_GET_LENGTH(s)};
@@ -427,6 +435,20 @@ static PyObject *loads_str(PyObject *s) {
   Py_DECREF(p.memo);
   PyMem_Free(p.buf);
   return r;
+}
+
+/* json.loads refuses a str that starts with a BOM (bytes lose one). */
+static bool starts_with_bom(PyObject *s) {
+  if (PyUnicode_GET_LENGTH(s) == 0 || PyUnicode_READ_CHAR(s, 0) != 0xFEFF)
+    return false;
+  PyErr_Format(PyExc_ValueError,
+               "Unexpected UTF-8 BOM (decode using utf-8-sig): "
+               "line 1 column 1 (char 0)");
+  return true;
+}
+
+PyObject *json_c_parse_strict(PyObject *s) {
+  return starts_with_bom(s) ? NULL : loads_str(s, true);
 }
 
 /* bytes as json.loads decodes them: json.detect_encoding, then the codec
@@ -478,11 +500,7 @@ PyObject *json_c_loads(PyObject *self, PyObject *args, PyObject *kw) {
     return NULL;
   if (PyUnicode_Check(s)) {
     /* only a str: bytes lose a UTF-8 BOM, and a second one is a value */
-    if (PyUnicode_GET_LENGTH(s) > 0 && PyUnicode_READ_CHAR(s, 0) == 0xFEFF)
-      return PyErr_Format(PyExc_ValueError,
-                          "Unexpected UTF-8 BOM (decode using utf-8-sig): "
-                          "line 1 column 1 (char 0)");
-    return loads_str(s);
+    return starts_with_bom(s) ? NULL : loads_str(s, false);
   }
   PyObject *str;
   if (PyBytes_Check(s))
@@ -503,7 +521,7 @@ PyObject *json_c_loads(PyObject *self, PyObject *args, PyObject *kw) {
   }
   if (!str)
     return NULL;
-  PyObject *r = loads_str(str);
+  PyObject *r = loads_str(str, false);
   Py_DECREF(str);
   return r;
 }

@@ -25,4 +25,12 @@
 PyObject *json_c_loads(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *json_c_dumps(PyObject *self, PyObject *args, PyObject *kw);
 
+/* The handler's request (protocol.c): s parsed like loads(s), but only
+ * RFC 8259 JSON: NaN, Infinity and -Infinity are "Expecting value", and an
+ * escape that leaves a lone surrogate in a string (key or value) is
+ * "Unpaired surrogate \\ud800 in string at: line 1 column 8 (char 7)", as
+ * the protocol's UTF-8 text could not carry it back out. \\u0000 is kept.
+ * Errors are ValueError; their message holds positions, never input text. */
+PyObject *json_c_parse_strict(PyObject *s);
+
 #endif

@@ -7,13 +7,13 @@
 #include <string.h>
 #include <unistd.h>
 #include <yajl/yajl_gen.h>
-#include <yajl/yajl_tree.h>
 
 #include "cleanup.h"
+#include "json_c.h"
 #include "readall.h"
 
-/* Nesting deeper than this is refused before yajl builds (and recursively
- * frees) a tree. */
+/* Nesting deeper than this is refused before the (recursive) parser runs,
+ * and in a result. */
 #define MAX_DEPTH 128
 
 /* Depth of arrays/objects outside strings, and no NUL bytes. */
@@ -43,58 +43,10 @@ static int prescan(const char *s, size_t len, struct coil_error *err) {
   return 0;
 }
 
-static PyObject *number_to_py(yajl_val v) {
-  if (YAJL_IS_INTEGER(v))
-    return PyLong_FromLongLong(YAJL_GET_INTEGER(v));
-  const char *text = YAJL_GET_NUMBER(v);
-  if (text && !strpbrk(text, ".eE"))
-    return PyLong_FromString(text, NULL, 10);
-  return PyFloat_FromDouble(YAJL_GET_DOUBLE(v));
-}
-
-static PyObject *to_py(yajl_val v) {
-  switch (v->type) {
-  case yajl_t_string:
-    return PyUnicode_FromString(v->u.string);
-  case yajl_t_number:
-    return number_to_py(v);
-  case yajl_t_true:
-    Py_RETURN_TRUE;
-  case yajl_t_false:
-    Py_RETURN_FALSE;
-  case yajl_t_null:
-    Py_RETURN_NONE;
-  case yajl_t_array: {
-    PyObject *l = PyList_New((Py_ssize_t)v->u.array.len);
-    for (size_t i = 0; l && i < v->u.array.len; i++) {
-      PyObject *item = to_py(v->u.array.values[i]);
-      if (!item) {
-        Py_CLEAR(l);
-        break;
-      }
-      PyList_SET_ITEM(l, (Py_ssize_t)i, item);
-    }
-    return l;
-  }
-  case yajl_t_object: {
-    PyObject *d = PyDict_New();
-    for (size_t i = 0; d && i < v->u.object.len; i++) {
-      PyObject *val = to_py(v->u.object.values[i]);
-      if (!val || PyDict_SetItemString(d, v->u.object.keys[i], val) < 0) {
-        Py_XDECREF(val);
-        Py_CLEAR(d);
-        break;
-      }
-      Py_DECREF(val);
-    }
-    return d;
-  }
-  default:
-    PyErr_SetString(PyExc_ValueError, "unsupported JSON value");
-    return NULL;
-  }
-}
-
+/* The request is strict UTF-8 JSON; string escapes decode exactly as
+ * Python's json does (\u0000 included), except that NaN/Infinity and lone
+ * surrogates are refused (json_c.h). Error messages give positions only:
+ * nothing of the request is copied into the envelope. */
 int protocol_read_request(int fd, size_t cap, PyObject **out,
                           struct coil_error *err) {
   cleanup_free char *buf = NULL;
@@ -103,22 +55,41 @@ int protocol_read_request(int fd, size_t cap, PyObject **out,
     return coil_error_prefix(err, "request");
   if (prescan(buf, len, err) < 0)
     return -1;
-  char ebuf[256];
-  yajl_val tree = yajl_tree_parse(buf, ebuf, sizeof ebuf);
-  if (!tree) {
-    for (char *p = ebuf; *p; p++)
-      if (*p == '\n' || *p == '\r')
-        *p = ' ';
-    return coil_error_set(err, EINVAL, "request: invalid JSON: %s", ebuf);
-  }
-  *out = to_py(tree);
-  yajl_tree_free(tree);
-  if (!*out) {
+  PyObject *text = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)len, "strict");
+  if (!text) {
+    Py_ssize_t at = -1;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (value && PyErr_GivenExceptionMatches(value, PyExc_UnicodeDecodeError))
+      PyUnicodeDecodeError_GetStart(value, &at);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
     PyErr_Clear();
-    return coil_error_set(err, EINVAL,
-                          "request: cannot convert to Python values");
+    if (at < 0)
+      return coil_error_set(err, EINVAL, "request: cannot decode as UTF-8");
+    return coil_error_set(err, EINVAL, "request: not valid UTF-8 at byte %zd",
+                          at);
   }
-  return 0;
+  *out = json_c_parse_strict(text);
+  Py_DECREF(text);
+  if (*out)
+    return 0;
+  bool invalid = PyErr_ExceptionMatches(PyExc_ValueError);
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyObject *msg = invalid && value ? PyObject_Str(value) : NULL;
+  const char *txt = msg ? PyUnicode_AsUTF8(msg) : NULL;
+  if (txt)
+    coil_error_set(err, EINVAL, "request: invalid JSON: %s", txt);
+  else
+    coil_error_set(err, EINVAL, "request: cannot convert to Python values");
+  Py_XDECREF(msg);
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+  PyErr_Clear();
+  return -1;
 }
 
 static int write_all(int fd, const unsigned char *buf, size_t len) {
@@ -136,6 +107,20 @@ static int write_all(int fd, const unsigned char *buf, size_t len) {
 
 static void put(yajl_gen g, const char *s) {
   yajl_gen_string(g, (const unsigned char *)s, strlen(s));
+}
+
+/* The only str UTF-8 cannot encode holds a lone surrogate: refused by name
+ * rather than replaced, as a request holding one is. */
+static int lone_surrogate(PyObject *s, struct coil_error *err) {
+  Py_UCS4 c = 0;
+  Py_ssize_t i = 0;
+  for (; i < PyUnicode_GET_LENGTH(s); i++)
+    if (Py_UNICODE_IS_SURROGATE(c = PyUnicode_READ_CHAR(s, i)))
+      break;
+  return coil_error_set(err, EINVAL,
+                        "result: a str holds the lone surrogate \\u%04x at "
+                        "index %zd, which UTF-8 cannot encode",
+                        (unsigned)c, i);
 }
 
 /* Plain JSON data only: exact builtin types (user code cannot define
@@ -174,7 +159,7 @@ static int gen_value(yajl_gen g, PyObject *o, int depth,
     const char *txt = PyUnicode_AsUTF8AndSize(o, &n);
     if (!txt) {
       PyErr_Clear();
-      return coil_error_set(err, EINVAL, "result: string is not valid UTF-8");
+      return lone_surrogate(o, err);
     }
     return yajl_gen_string(g, (const unsigned char *)txt, (size_t)n) ==
                    yajl_gen_status_ok
@@ -249,13 +234,63 @@ int protocol_write_result(int fd, PyObject *result, const char *out,
   return r;
 }
 
+/* Length of the valid UTF-8 sequence at s (n > 0 bytes left), or 0: no
+ * overlong forms, surrogates or code points over U+10FFFF. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+  unsigned char c = s[0], lo = 0x80, hi = 0xBF;
+  size_t len;
+  if (c < 0x80)
+    return 1;
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    lo = c == 0xE0 ? 0xA0 : lo;
+    hi = c == 0xED ? 0x9F : hi;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    lo = c == 0xF0 ? 0x90 : lo;
+    hi = c == 0xF4 ? 0x8F : hi;
+  } else {
+    return 0;
+  }
+  if (n < len || s[1] < lo || s[1] > hi)
+    return 0;
+  for (size_t i = 2; i < len; i++)
+    if ((s[i] & 0xC0) != 0x80)
+      return 0;
+  return len;
+}
+
+/* src into dst (cap bytes, NUL-terminated) as valid UTF-8: a byte that
+ * starts no valid sequence becomes U+FFFD, and a message too long is cut
+ * between characters. Error envelopes must stay JSON whatever text (an
+ * exception's message, a truncated one) they are given. */
+static void utf8_copy(char *dst, size_t cap, const char *src) {
+  static const char repl[] = "\xEF\xBF\xBD";
+  const unsigned char *s = (const unsigned char *)src;
+  size_t left = strlen(src), n = 0;
+  while (left > 0) {
+    size_t k = utf8_seq(s, left);
+    const char *from = k ? (const char *)s : repl;
+    size_t len = k ? k : sizeof repl - 1;
+    if (n + len >= cap)
+      break;
+    memcpy(dst + n, from, len);
+    n += len;
+    s += k ? k : 1;
+    left -= k ? k : 1;
+  }
+  dst[n] = '\0';
+}
+
 void protocol_write_error(int fd, const struct protocol_failure *f,
                           const char *out, size_t out_len) {
   yajl_gen g = new_gen();
   if (!g)
     return;
   char msg[1024];
-  snprintf(msg, sizeof msg, "%s", f->message ? f->message : "");
+  utf8_copy(msg, sizeof msg, f->message ? f->message : "");
   yajl_gen_map_open(g);
   put(g, "ok");
   yajl_gen_bool(g, 0);
@@ -264,9 +299,7 @@ void protocol_write_error(int fd, const struct protocol_failure *f,
   put(g, "type");
   put(g, f->type);
   put(g, "message");
-  if (yajl_gen_string(g, (const unsigned char *)msg, strlen(msg)) !=
-      yajl_gen_status_ok)
-    put(g, "(message is not valid UTF-8)");
+  put(g, msg);
   if (f->exception) {
     put(g, "exception");
     put(g, f->exception);

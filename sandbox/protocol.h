@@ -2,8 +2,9 @@
  * parsed in C, and one JSON envelope written with write(2):
  *   {"ok": true, "result": ..., "stdout": "..."}
  *   {"ok": false, "error": {"type", "message", "line", "col"}, "stdout": ...}
- * JSON is handled in C (yajl) so a handler that does not import json never
- * pays for it, and no Python code runs for the protocol. */
+ * JSON is handled in C (the request by json_c.c's strict scanner, the
+ * envelope by yajl) so a handler that does not import json never pays for
+ * it, and no Python code runs for the protocol. */
 #ifndef COIL_PROTOCOL_H
 #define COIL_PROTOCOL_H
 
@@ -13,14 +14,17 @@
 
 #include "error.h"
 
-/* Reads all of fd (at most cap bytes) and parses it. Errors name the
- * problem ("request: larger than 1048576 bytes", "request: invalid JSON at
- * byte 12"). */
+/* Reads all of fd (at most cap bytes) and parses it: strict UTF-8 and RFC
+ * 8259 JSON, strings exactly as Python's json decodes them (\u0000 kept),
+ * a lone surrogate refused. Errors name the problem and where, never quoting
+ * the input ("request: not valid UTF-8 at byte 7", "request: invalid JSON:
+ * Expecting value: line 1 column 6 (char 5)"). */
 int protocol_read_request(int fd, size_t cap, PyObject **out,
                           struct coil_error *err);
 
 /* Serialises result into a success envelope; fails (err, nothing written)
- * when result is not plain JSON data or the envelope would exceed cap. */
+ * when result is not plain JSON data, holds a str with a lone surrogate
+ * (UTF-8 cannot encode it), or the envelope would exceed cap. */
 int protocol_write_result(int fd, PyObject *result, const char *out,
                           size_t out_len, size_t cap, struct coil_error *err);
 
@@ -31,7 +35,9 @@ struct protocol_failure {
   int line, col;         /* 0 when unknown */
 };
 
-/* Writes an error envelope (truncating long messages); never fails loudly. */
+/* Writes an error envelope; the message is cut between characters when
+ * long and any byte that is not valid UTF-8 becomes U+FFFD, so the envelope
+ * is always JSON. Never fails loudly. */
 void protocol_write_error(int fd, const struct protocol_failure *f,
                           const char *out, size_t out_len);
 

@@ -188,6 +188,12 @@ report_output_limit(const struct python_ctx *c, const char *why) {
   _exit(PY_EXIT_RAISED);
 }
 
+/* print() went over the output cap: the run ends inside that print, so
+ * no user code runs on (an except clause cannot swallow it). */
+static void output_overflow(const void *c) {
+  report_output_limit(c, "print output over the output cap");
+}
+
 /* The user's code: module body, then entry(request), called from C so no
  * trusted Python frame sits above it. */
 static void __attribute__((noreturn))
@@ -278,7 +284,7 @@ void python_mode_main(const struct python_ctx *c) {
       guest_globals((const char *const *)g.helpers, g.n_helpers,
                     layer_on(c->disabled, LAYER_BUILTINS), &globals, &err) < 0)
     fail(c, "Exception", PY_EXIT_COIL, err.msg);
-  guest_stdout_set_cap(c->max_output);
+  guest_stdout_set_cap(c->max_output, output_overflow, c);
   log_debug("python: helpers imported");
   /* 8. the request, parsed in C. */
   PyObject *request = NULL;

@@ -296,10 +296,17 @@ static void test_benign(void) {
 
 /* ---- print capture ------------------------------------------------------ */
 
+static int overflow_calls;
+
+static void count_overflow(const void *arg) {
+  if (arg == &overflow_calls)
+    overflow_calls++;
+}
+
 static void test_print(void) {
   size_t len;
   bool over;
-  guest_stdout_set_cap(1024);
+  guest_stdout_set_cap(1024, NULL, NULL);
   expect_ok("print with sep and end", "print('a', 1, sep='-', end='!\\n')\n"
                                       "print('é')\n");
   const char *s = guest_stdout(&len, &over);
@@ -308,19 +315,34 @@ static void test_print(void) {
   expect_raise("print(file=...) is refused", "print('x', file=None)",
                "TypeError");
 
-  guest_stdout_set_cap(8);
-  expect_ok("print past the cap does not raise", "print('0123456789')\n"
-                                                 "print('more')\n");
+  guest_stdout_set_cap(8, NULL, NULL);
+  expect_ok("print up to the cap exactly", "print('0123456')");
+  expect_raise("print past the cap raises", "print('more')",
+               "RuntimeError: print output over the 8-byte output cap");
+  expect_raise("so does every later print, however short", "print(end='')",
+               "RuntimeError");
   s = guest_stdout(&len, &over);
-  is_str(s, "01234567", "output beyond the cap is dropped");
+  is_str(s, "0123456\n", "output beyond the cap is dropped");
   ok(len == 8 && over, "overflow is reported");
 
-  guest_stdout_set_cap(4);
-  expect_ok("print of multi-byte text at the cap", "print('aéé')");
+  guest_stdout_set_cap(4, NULL, NULL);
+  expect_raise("print of multi-byte text over the cap", "print('aéé')",
+               "RuntimeError");
   s = guest_stdout(&len, &over);
   is_str(s, "aé", "cut back to a UTF-8 boundary");
   ok(len == 3 && over, "3 bytes kept, overflow reported");
-  guest_stdout_set_cap(1 << 20);
+
+  const char *const huge[] = {"print('x' * 100)", "print('a', end='y' * 100)",
+                              "print('a', 'b', sep='z' * 100)"};
+  for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
+    overflow_calls = 0;
+    guest_stdout_set_cap(16, count_overflow, &overflow_calls);
+    expect_raise(huge[i], huge[i], "RuntimeError");
+    expect_raise("a later print", "print(1)", "RuntimeError");
+    ok(overflow_calls == 1, "on_overflow called once, with its arg (%d)",
+       overflow_calls);
+  }
+  guest_stdout_set_cap(1 << 20, NULL, NULL);
 }
 
 /* ---- attacks without the AST layer (M2) --------------------------------- */

@@ -41,6 +41,14 @@ static void none_in(PyObject *g, const char *name, const char *what) {
 static PyMethodDef loads_def = {"loads",
                                 (PyCFunction)(void (*)(void))json_c_loads,
                                 METH_VARARGS | METH_KEYWORDS, NULL};
+static PyObject *strict(PyObject *self, PyObject *s) {
+  (void)self;
+  if (!PyUnicode_Check(s))
+    return PyErr_Format(PyExc_TypeError, "str expected");
+  return json_c_parse_strict(s);
+}
+
+static PyMethodDef strict_def = {"strict", strict, METH_O, NULL};
 static PyMethodDef dumps_def = {"dumps",
                                 (PyCFunction)(void (*)(void))json_c_dumps,
                                 METH_VARARGS | METH_KEYWORDS, NULL};
@@ -134,6 +142,9 @@ static const char loads_corpus[] =
     "  "
     "'\"\\\\u00e9\\\\ud83d\\\\ude00\\\\u0000\\\\\"\\\\\\\\\\\\/\\\\b\\\\f\\\\n"
     "\\\\r\\\\t\"',\n"
+    "  '{\"a\\\\u0000b\": 1, \"\\\\u0000\": \"\\\\u0000\"}', '{\"\\\\ud800\": "
+    "1}',\n"
+    "  '[\"evil.com\\\\u0000.good.example\"]',\n"
     "  '\"\\\\ud800\"', '\"\\\\udc00\\\\ud800x\"', '\"\\\\ud800\\\\u0041\"',\n"
     "  '\"\\\\ud800\\\\ud800\\\\udc00\"', '\"\\\\uD83D\\\\uDE00\"',\n"
     "  '\"\\u00e9\\U0001f600\\ud800 raw\"', '{\"\\u00e9\": \"\\u4e2d\"}',\n"
@@ -292,6 +303,60 @@ static const char limits_src[] =
     "cycle = err(my_dumps, {'k': long_cycle}, )\n"
     "cycle_indent = err(lambda o: my_dumps(o, indent=2), long_cycle)\n";
 
+/* json_c_parse_strict (the request parser) against json.loads: the same
+ * for every corpus and fuzz document without NaN/Infinity or a surrogate
+ * escape, and those refused with positions, \\u0000 kept. */
+static const char strict_src[] =
+    "import re\n"
+    "def has_surrogate(v):\n"
+    "    if isinstance(v, str):\n"
+    "        return any(0xd800 <= ord(c) <= 0xdfff for c in v)\n"
+    "    if isinstance(v, list):\n"
+    "        return any(has_surrogate(x) for x in v)\n"
+    "    if isinstance(v, dict):\n"
+    "        return any(has_surrogate(k) or has_surrogate(x) for k, x in "
+    "v.items())\n"
+    "    return False\n"
+    "def refused(d):\n"
+    "    return 'NaN' in d or 'Infinity' in d or "
+    "re.search(r'\\\\u[dD][89a-fA-F]', d)\n"
+    "plain = [d for d in docs + [a[0] for a, k in cases]\n"
+    "         if isinstance(d, str) and not refused(d)]\n"
+    "bad = differ([((d,), {}) for d in plain], my_strict, json.loads)\n"
+    "n_plain = len(plain)\n"
+    "explicit = [\n"
+    "    ('\"evil.com\\\\u0000.good.example\"', ('ok', "
+    "'evil.com\\x00.good.example')),\n"
+    "    ('{\"a\\\\u0000b\": \"\\\\u0000\", \"\\\\u0000\": 1}',\n"
+    "     ('ok', {'a\\x00b': '\\x00', '\\x00': 1})),\n"
+    "    ('[\"\\\\ud83d\\\\ude00\", \"\\\\uD83D\\\\uDE00\"]', ('ok', "
+    "['\\U0001f600'] * 2)),\n"
+    "    ('\"\\\\ud800\"', 'Unpaired surrogate \\\\ud800 in string at: '\n"
+    "     'line 1 column 2 (char 1)'),\n"
+    "    ('{\"\\\\udc00\": 1}', 'Unpaired surrogate \\\\udc00 in string at: '\n"
+    "     'line 1 column 3 (char 2)'),\n"
+    "    ('[\"x\", \"ab\\\\ud800\\\\u0041\"]', 'Unpaired surrogate \\\\ud800 "
+    "in string at: '\n"
+    "     'line 1 column 10 (char 9)'),\n"
+    "    ('\"\\\\ud800\\\\ud800\\\\udc00\"', 'Unpaired surrogate \\\\ud800 in "
+    "string at: '\n"
+    "     'line 1 column 2 (char 1)'),\n"
+    "    ('\"\\\\udfff\\\\ud800\"', 'Unpaired surrogate \\\\udfff in string "
+    "at: '\n"
+    "     'line 1 column 2 (char 1)'),\n"
+    "    ('[NaN]', 'Expecting value: line 1 column 2 (char 1)'),\n"
+    "    ('Infinity', 'Expecting value: line 1 column 1 (char 0)'),\n"
+    "    ('{\"a\": -Infinity}', 'Expecting value: line 1 column 7 (char 6)'),\n"
+    "]\n"
+    "for d, want in explicit:\n"
+    "    got = outcome(my_strict, d)\n"
+    "    if isinstance(want, str):\n"
+    "        want = ('err', 'ValueError', want)\n"
+    "    else:\n"
+    "        want = ('ok', canon(want[1]))\n"
+    "    if got != want:\n"
+    "        bad.append((d, got, want))\n";
+
 static PyObject *get(PyObject *g, const char *name) {
   return PyDict_GetItemString(g, name);
 }
@@ -305,6 +370,9 @@ static void test_differential(void) {
   PyDict_SetItemString(g, "my_dumps", d);
   Py_XDECREF(l);
   Py_XDECREF(d);
+  PyObject *st = PyCFunction_NewEx(&strict_def, NULL, NULL);
+  PyDict_SetItemString(g, "my_strict", st);
+  Py_XDECREF(st);
   PyObject *lim = PyLong_FromLong(JSON_C_MAX_DEPTH);
   PyDict_SetItemString(g, "LIMIT", lim);
   Py_XDECREF(lim);
@@ -325,6 +393,15 @@ static void test_differential(void) {
        n_ok);
   } else {
     ok(0, "loads fuzz ran");
+  }
+  if (run(g, strict_src) == 0) {
+    none_in(g, "bad",
+            "strict (request) parser: as the stdlib, but NaN/Infinity and "
+            "lone surrogates refused, \\u0000 kept");
+    long n = PyLong_AsLong(get(g, "n_plain"));
+    ok(n > 10000, "strict parser compared on %ld documents", n);
+  } else {
+    ok(0, "strict parser corpus ran");
   }
   if (run(g, dumps_corpus) == 0)
     none_in(g, "bad",
