@@ -96,6 +96,14 @@ check: deps
 	$(MAKE) coil coil-asan coil-clang unit unit-asan bundle
 	tests/run-all.sh
 
+# Only the unit test binaries (plain and ASan), or only the integration suite;
+# each ends with "N passed, M failed" and fails when a test fails.
+check-unit: unit unit-asan
+	COIL_TEST_PARTS=unit tests/run-all.sh
+
+check-integration: coil coil-asan bundle
+	COIL_TEST_PARTS=integration tests/run-all.sh
+
 check-asan: deps
 	$(MAKE) coil-asan unit-asan bundle
 	COIL_TEST_VARIANTS=asan tests/run-all.sh
