@@ -6,7 +6,7 @@
 # COIL_TEST_FILTER=SUBSTR runs only the integration tests whose name has it.
 # Ends with exactly one line "N passed, M failed"; exits 1 on any failure.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 REPO=$PWD
 PY=/usr/bin/python3 # Debian's python (has jsonschema), never a pyenv one
 VARIANTS=${COIL_TEST_VARIANTS:-plain asan}
