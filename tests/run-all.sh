@@ -1,13 +1,16 @@
 #!/bin/bash
 # `make check`'s body (the binaries are built by make first): every unit test
 # binary (TAP), then the integration suite, for the plain build and then the
-# ASan+UBSan build. COIL_TEST_VARIANTS=plain|asan|"plain asan" picks variants.
+# ASan+UBSan build. COIL_TEST_VARIANTS=plain|asan|"plain asan" picks variants,
+# COIL_TEST_PARTS=unit|integration|"unit integration" picks the parts, and
+# COIL_TEST_FILTER=SUBSTR runs only the integration tests whose name has it.
 # Ends with exactly one line "N passed, M failed"; exits 1 on any failure.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 REPO=$PWD
 PY=/usr/bin/python3 # Debian's python (has jsonschema), never a pyenv one
 VARIANTS=${COIL_TEST_VARIANTS:-plain asan}
+PARTS=${COIL_TEST_PARTS:-unit integration}
 PASSED=0
 FAILED=0
 SUMMARY=()
@@ -37,16 +40,20 @@ run_tap() { # label cmd...
   SUMMARY+=("$label: $ok passed, $nok failed")
 }
 
+# One binary per tests/unit/test_*.c; a missing one is a failure (make unit /
+# make unit-asan builds them).
 run_units() { # dir label
-  local dir=$1 label=$2 found=0 t
-  for t in "$dir"/tests/test_*; do
-    [ -x "$t" ] && [ -f "$t" ] || continue
-    found=1
+  local dir=$1 label=$2 src t
+  for src in tests/unit/test_*.c; do
+    t=$dir/tests/$(basename "$src" .c)
+    if [ ! -x "$t" ]; then
+      echo "not ok - $label unit: $t is missing (run make first)"
+      FAILED=$((FAILED + 1))
+      SUMMARY+=("$label unit: $t missing")
+      continue
+    fi
     run_tap "$label unit $(basename "$t")" "$t"
   done
-  if [ "$found" -eq 0 ]; then
-    echo "note: no unit test binaries under $dir/tests"
-  fi
 }
 
 run_integration() { # coil-binary label
@@ -58,14 +65,30 @@ run_integration() { # coil-binary label
     return
   fi
   run_tap "$label integration ($bin)" env COIL_BIN="$REPO/$bin" \
-    "$PY" tests/integration/run.py --coil "$REPO/$bin"
+    "$PY" tests/integration/run.py --coil "$REPO/$bin" \
+    ${COIL_TEST_FILTER:+-k "$COIL_TEST_FILTER"}
 }
+
+want_part() { # unit|integration
+  case " $PARTS " in *" $1 "*) return 0 ;; esac
+  return 1
+}
+
+for p in $PARTS; do
+  case $p in
+  unit | integration) ;;
+  *)
+    echo "not ok - unknown part '$p' in COIL_TEST_PARTS"
+    FAILED=$((FAILED + 1))
+    ;;
+  esac
+done
 
 for v in $VARIANTS; do
   case $v in
   plain)
-    run_units build plain
-    run_integration coil plain
+    want_part unit && run_units build plain
+    want_part integration && run_integration coil plain
     ;;
   asan)
     # Leaks are reported at exit of each coil command; abort_on_error turns
@@ -73,12 +96,12 @@ for v in $VARIANTS; do
     export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:exitcode=99:detect_stack_use_after_return=1:strict_string_checks=1}
     export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
     export LSAN_OPTIONS=${LSAN_OPTIONS:-}
-    run_units build-asan asan
-    run_integration coil-asan asan
+    want_part unit && run_units build-asan asan
+    want_part integration && run_integration coil-asan asan
     unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
     ;;
   *)
-    echo "unknown variant '$v' in COIL_TEST_VARIANTS" >&2
+    echo "not ok - unknown variant '$v' in COIL_TEST_VARIANTS"
     FAILED=$((FAILED + 1))
     ;;
   esac

@@ -2,6 +2,7 @@
 
 import json
 import os
+import select
 import signal
 import stat
 import threading
@@ -187,18 +188,31 @@ def test_run_missing_binary_fails():
 
 
 def _wait_line(p, want, timeout=10):
-    """Reads p.stdout until a line equal to want (returns lines read)."""
-    got = []
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        line = p.stdout.readline()
-        if not line:
+    """Reads p.stdout until a line equal to want (returns the lines read).
+    Gives up after timeout seconds even while the container holds its stdout
+    open, and reads a byte at a time so that nothing after the line is taken
+    from a later communicate()."""
+    fd = p.stdout.fileno()
+    got, line = [], b""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
             break
-        got.append(line)
-        if line.strip() == want:
-            return got
-    raise AssertionError("never saw %r; got %r; stderr %r" % (
-        want, got, p.stderr.read() if p.poll() is not None else "(running)"))
+        c = os.read(fd, 1)
+        if not c:
+            break
+        line += c
+        if c == b"\n":
+            got.append(line.decode())
+            line = b""
+            if got[-1].strip() == want:
+                return got
+    if line:
+        got.append(line.decode())
+    raise AssertionError("never saw %r in %ss; got %r; stderr %r" % (
+        want, timeout, got,
+        p.stderr.read() if p.poll() is not None else "(running)"))
 
 
 def _finish(p, timeout=15):
@@ -297,14 +311,29 @@ def test_kill_bad_signal_fails():
 
 
 def test_kill_all():
-    root, cid, p = _start_run('trap "echo got-term" TERM; sleep 100 & '
-                              'echo ready; wait $!; echo "wait1=$?"; '
-                              'wait $!; echo "wait2=$?"')
-    _wait_line(p, "ready")
+    # Both processes trap TERM and say so, so neither the order in which
+    # --all signals them nor the shells' wait semantics matter. The child is
+    # a fresh sh (exec resets the parent's trap) that says child-ready only
+    # after its own trap is set: TERM cannot land in the window between
+    # fork and exec, where an inherited trap would swallow it. Without
+    # --all only init would hear TERM and the child would never exit.
+    root, cid, p = _start_run(
+        'trap "echo got-term" TERM; '
+        'sh -c \'trap "echo child-got-term; exit 0" TERM; echo child-ready; '
+        'while :; do sleep 0.1; done\' & '
+        'until wait; do :; done; echo all-gone')
+    _wait_line(p, "child-ready")
     check(coil("kill", "--all", cid, "TERM", root=root))
-    out, err = _finish(p, timeout=15)
-    assert "got-term" in out and "wait2=143" in out, (out, err)
-    assert p.returncode == 0, (p.returncode, out, err)
+    try:
+        got = _wait_line(p, "all-gone")
+    except AssertionError:
+        coil("kill", "--all", cid, "KILL", root=root)
+        _finish(p)
+        raise
+    out, err = _finish(p)
+    got = [line.strip() for line in got]
+    assert "got-term" in got and "child-got-term" in got, (got, out, err)
+    assert p.returncode == 0, (p.returncode, got, out, err)
 
 
 def test_kill_stopped_container_fails():

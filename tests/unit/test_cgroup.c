@@ -470,8 +470,9 @@ static struct coil_cgroup_env hybrid_tree(bool comounted) {
   mkdirs(pf("%s/blkio", fs)); /* a bare mount point: no hierarchy */
   if (comounted) {
     put(pf("%s/cpu,cpuacct/cgroup.procs", fs), "1\n");
-    symlink("cpu,cpuacct", pf("%s/cpu", fs));
-    symlink("cpu,cpuacct", pf("%s/cpuacct", fs));
+    if (symlink("cpu,cpuacct", pf("%s/cpu", fs)) < 0 ||
+        symlink("cpu,cpuacct", pf("%s/cpuacct", fs)) < 0)
+      ok(0, "hybrid: co-mounted symlinks: %s", strerror(errno));
   } else {
     put(pf("%s/cpu/cgroup.procs", fs), "1\n");
     put(pf("%s/cpuacct/cgroup.procs", fs), "1\n");

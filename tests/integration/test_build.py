@@ -1,0 +1,101 @@
+"""The built binaries are hardened: read from their ELF headers.
+
+The plain build (./coil, what `make install` installs) is checked in full
+whatever binary the suite runs against; the binary under test (COIL_BIN,
+possibly the ASan build, which cannot use FORTIFY) for what every build
+has: PIE, full RELRO and a non-executable stack."""
+
+import os
+import struct
+
+from harness import COIL, REPO
+
+ET_DYN = 3
+PT_DYNAMIC, PT_INTERP = 2, 3
+PT_GNU_STACK, PT_GNU_RELRO = 0x6474E551, 0x6474E552
+PF_X = 1
+DT_NULL, DT_FLAGS, DT_FLAGS_1 = 0, 30, 0x6FFFFFFB
+DF_BIND_NOW, DF_1_NOW = 0x8, 0x1
+SHT_DYNSYM = 11
+SHN_UNDEF = 0
+
+
+class Elf:
+    """The parts of a 64-bit little-endian ELF file these checks need."""
+
+    def __init__(self, path):
+        with open(path, "rb") as f:
+            self.data = f.read()
+        d = self.data
+        assert d[:4] == b"\x7fELF", "%s is not an ELF file" % path
+        assert d[4] == 2 and d[5] == 1, "%s is not 64-bit little-endian" % path
+        (self.type, _, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize,
+         shnum, _) = struct.unpack_from("<HHIQQQIHHHHHH", d, 16)
+        # (type, flags, offset, vaddr, paddr, filesz, memsz, align)
+        self.segments = [struct.unpack_from("<IIQQQQQQ", d, phoff + i * phentsize)
+                         for i in range(phnum)]
+        # (name, type, flags, addr, offset, size, link, info, align, entsize)
+        self.sections = [struct.unpack_from("<IIQQQQIIQQ", d, shoff + i * shentsize)
+                         for i in range(shnum)]
+
+    def segment(self, ptype):
+        return next((s for s in self.segments if s[0] == ptype), None)
+
+    def dynamic(self):
+        """The (tag, value) entries of the dynamic segment."""
+        seg = self.segment(PT_DYNAMIC)
+        assert seg, "no PT_DYNAMIC segment"
+        out = []
+        for off in range(seg[2], seg[2] + seg[5], 16):
+            tag, val = struct.unpack_from("<qQ", self.data, off)
+            if tag == DT_NULL:
+                break
+            out.append((tag, val))
+        return out
+
+    def imports(self):
+        """Names of the undefined symbols of the dynamic symbol table."""
+        names = set()
+        for sh in self.sections:
+            if sh[1] != SHT_DYNSYM:
+                continue
+            strtab = self.sections[sh[6]][4]
+            for off in range(sh[4], sh[4] + sh[5], sh[9]):
+                name, _, _, shndx, _, _ = struct.unpack_from("<IBBHQQ",
+                                                             self.data, off)
+                if shndx == SHN_UNDEF and name:
+                    end = self.data.index(b"\0", strtab + name)
+                    names.add(self.data[strtab + name:end].decode())
+        return names
+
+
+def _pie_relro_now_nx(path):
+    elf = Elf(path)
+    assert elf.type == ET_DYN and elf.segment(PT_INTERP), (
+        "%s is not a PIE (type %d)" % (path, elf.type))
+    assert elf.segment(PT_GNU_RELRO), "%s has no PT_GNU_RELRO" % path
+    dyn = elf.dynamic()
+    flags = sum(v for t, v in dyn if t == DT_FLAGS)
+    flags_1 = sum(v for t, v in dyn if t == DT_FLAGS_1)
+    assert flags & DF_BIND_NOW or flags_1 & DF_1_NOW, (
+        "%s is not linked with -z now (DT_FLAGS %#x, DT_FLAGS_1 %#x)"
+        % (path, flags, flags_1))
+    stack = elf.segment(PT_GNU_STACK)
+    assert stack and not stack[1] & PF_X, "%s has an executable stack" % path
+    return elf
+
+
+def test_plain_build_is_hardened():
+    path = os.path.join(REPO, "coil")
+    assert os.path.isfile(path), "%s is missing: run make" % path
+    imports = _pie_relro_now_nx(path).imports()
+    assert "__stack_chk_fail" in imports, (
+        "%s has no stack protector (__stack_chk_fail not imported)" % path)
+    fortified = sorted(n for n in imports
+                       if n.startswith("__") and n.endswith("_chk")
+                       and n != "__stack_chk_fail")
+    assert fortified, "%s is not built with FORTIFY (no __*_chk import)" % path
+
+
+def test_binary_under_test_is_pie_relro_now():
+    _pie_relro_now_nx(COIL)
