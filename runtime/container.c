@@ -436,7 +436,8 @@ int container_create(const struct coil_create_opts *o, pid_t *pid_out,
   if (config_read_file(config_path, &raw, &raw_len, err) < 0)
     return -1;
   cleanup_config struct coil_config *cfg = NULL;
-  if (config_parse(raw, raw_len, &cfg, err) < 0)
+  if (config_parse(raw, raw_len, &cfg, err) < 0 ||
+      config_resolve_mount_sources(cfg, bundle, err) < 0)
     return -1;
   cleanup_free char *rootfs = NULL;
   if (resolve_rootfs(cfg, bundle, &rootfs, err) < 0)
