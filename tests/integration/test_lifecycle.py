@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import stat
+import subprocess
 import threading
 import time
 
@@ -322,6 +323,28 @@ def test_run_without_pidfd_still_sees_exit_and_forwards():
     assert os.listdir(root) == []
 
 
+def test_run_without_signalfd_still_forwards():
+    # The forwarded signals stay blocked in run: without a signalfd they
+    # must still be taken and forwarded, not held forever.
+    root, cid = new_root(), new_id()
+    p = popen("run", "--bundle", new_bundle(["sh", "-c", _trapping(
+        "exit 7", "TERM")]), cid, root=root,
+        preexec_fn=_failing_syscalls(("signalfd4", errno.EMFILE, None),
+                                     ("signalfd", errno.EMFILE, None)))
+    _wait_line(p, "ready")
+    p.send_signal(signal.SIGTERM)
+    try:
+        out, err = p.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        # The container still holds run's stdout: remove it, then fail.
+        coil("delete", "--force", cid, root=root)
+        p.kill()
+        p.communicate()
+        raise AssertionError("SIGTERM not forwarded: run still waiting")
+    assert p.returncode == 7, (p.returncode, out, err)
+    assert os.listdir(root) == []
+
+
 def test_run_poll_failure_kills_container():
     # run's wait polls 3 fds: failing exactly that poll must not leave it in
     # a blocking wait that forwards no signal and honours no watchdog.
@@ -333,6 +356,23 @@ def test_run_poll_failure_kills_container():
     assert "poll: %s; killing it" % os.strerror(errno.ENOMEM) in r.stderr, \
         describe(r)
     assert os.listdir(root) == []
+
+
+def test_delete_force_when_poll_or_pidfd_fails():
+    # delete --force waits (poll on a pidfd, 1 fd) for init to die: a poll
+    # failure or no pidfd must still kill init and wait for it, neither
+    # giving up at once nor taking a live init for gone.
+    for rule in (("poll", errno.ENOMEM, 1), ("pidfd_open", errno.EMFILE, None)):
+        fail = [rule] + ([("ppoll", errno.ENOMEM, 1)] if rule[0] == "poll"
+                         else [])
+        root, b, cid = _created(["sleep", "100"])
+        check(coil("start", cid, root=root))
+        pid = state(cid, root)["pid"]
+        r = coil("delete", "--force", cid, root=root, timeout=30,
+                 preexec_fn=_failing_syscalls(*fail))
+        assert r.returncode == 0, (rule, describe(r))
+        assert not _alive(pid), rule
+        assert os.listdir(root) == [], rule
 
 
 def test_kill_signal_spellings():
