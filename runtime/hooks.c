@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -81,9 +80,9 @@ static void kill_and_reap(pid_t pid, int *status) {
 
 /* Waits for the hook to exit, collecting its output, until the deadline.
  * pidfd may be -1 (pidfd_open failed): the exit is then checked every
- * HOOK_REAP_CHECK_MS. Returns the exit status in *status, or -1 with
- * *timed_out or *sys_errno (poll/waitpid failure) set, the hook still
- * running. */
+ * HOOK_REAP_CHECK_MS. Returns 0 with the exit status in *status, or -1
+ * with *timed_out or *sys_errno (poll/waitpid failure) set and the hook
+ * possibly still running. */
 static int wait_hook(pid_t pid, int pidfd, int *out_r, long long deadline,
                      struct hook_output *o, int *status, bool *timed_out,
                      int *sys_errno) {
