@@ -16,6 +16,7 @@
 #include "cleanup.h"
 #include "cmd.h"
 #include "container.h"
+#include "deadline.h"
 #include "log.h"
 #include "protocol.h"
 #include "signals.h"
@@ -130,12 +131,6 @@ struct waited {
   char head[512]; /* the first relayed bytes: the envelope's error type */
 };
 
-static long long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 static void relay_once(int *fd, struct waited *w) {
   char buf[65536];
   ssize_t r = read(*fd, buf, sizeof buf);
@@ -159,44 +154,62 @@ static void relay_once(int *fd, struct waited *w) {
   w->relayed += (size_t)r;
 }
 
+/* Without a pidfd or a signalfd, init's exit and pending signals are
+ * checked this often. */
+#define WAIT_CHECK_MS 10
+
 /* Waits for init, forwarding signals, relaying its fd 1 when piped, and
- * killing it when the watchdog (timeout_ms > 0) runs out. */
+ * killing it when the watchdog (timeout_ms > 0) runs out. A failing poll
+ * kills init rather than leaving it unwatched. */
 static void wait_container(pid_t pid, const sigset_t *set, int relay_fd,
                            long long timeout_ms, struct waited *w) {
   cleanup_close int sfd = signalfd(-1, set, SFD_CLOEXEC);
   cleanup_close int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-  long long deadline = timeout_ms > 0 ? now_ms() + timeout_ms : -1;
+  long long deadline = deadline_after_ms(deadline_now_ms(), timeout_ms);
   bool exited = false;
   while (!exited || relay_fd >= 0) {
     struct pollfd pf[3] = {{.fd = exited ? -1 : pidfd, .events = POLLIN},
                            {.fd = sfd, .events = POLLIN},
                            {.fd = relay_fd, .events = POLLIN}};
-    int wait_ms = -1;
-    if (deadline >= 0 && !exited) {
-      long long left = deadline - now_ms();
-      if (left <= 0) {
-        kill(pid, SIGKILL);
-        w->watchdog = true;
-        deadline = -1;
-        continue;
-      }
-      wait_ms = (int)left;
+    int cap = !exited && (pidfd < 0 || sfd < 0) ? WAIT_CHECK_MS : -1;
+    int wait_ms = deadline_slice_ms(exited ? DEADLINE_NONE : deadline,
+                                    deadline_now_ms(), cap);
+    if (!exited && deadline >= 0 && wait_ms == 0) {
+      kill(pid, SIGKILL);
+      w->watchdog = true;
+      deadline = DEADLINE_NONE;
+      continue;
     }
-    if (poll(pf, 3, wait_ms) < 0 && errno != EINTR)
+    if (poll(pf, 3, wait_ms) < 0 && errno != EINTR) {
+      log_error("waiting for the container: poll: %s%s", strerror(errno),
+                exited ? "" : "; killing it");
+      if (!exited)
+        kill(pid, SIGKILL);
       break;
+    }
     if (pf[1].revents & POLLIN) {
       struct signalfd_siginfo si;
       if (read(sfd, &si, sizeof si) == sizeof si && !exited)
         kill(pid, (int)si.ssi_signo);
     }
+    if (sfd < 0) {
+      const struct timespec now = {0, 0};
+      int sig;
+      while ((sig = sigtimedwait(set, NULL, &now)) > 0)
+        if (!exited)
+          kill(pid, sig);
+    }
     if (pf[2].revents & (POLLIN | POLLHUP))
       relay_once(&relay_fd, w);
-    if (!exited && (pf[0].revents & POLLIN) &&
-        wait4(pid, &w->status, 0, &w->ru) == pid)
+    if (!exited && (pidfd < 0 || (pf[0].revents & POLLIN)) &&
+        wait4(pid, &w->status, WNOHANG, &w->ru) == pid)
       exited = true;
   }
+  if (relay_fd >= 0)
+    close(relay_fd);
   if (!exited)
-    wait4(pid, &w->status, 0, &w->ru);
+    while (wait4(pid, &w->status, 0, &w->ru) < 0 && errno == EINTR)
+      ;
 }
 
 /* The sandbox died without answering: say why, as an envelope in handler

@@ -503,6 +503,30 @@ static int parse_document(const char *buf, size_t len, const char *name,
   return 0;
 }
 
+static bool mount_is_bind(const struct coil_mount *m) {
+  if (m->type && strcmp(m->type, "bind") == 0)
+    return true;
+  for (size_t i = 0; i < m->options.n; i++)
+    if (!strcmp(m->options.v[i], "bind") || !strcmp(m->options.v[i], "rbind"))
+      return true;
+  return false;
+}
+
+int config_resolve_mount_sources(struct coil_config *c, const char *bundle,
+                                 struct coil_error *err) {
+  for (size_t i = 0; i < c->n_mounts; i++) {
+    struct coil_mount *m = &c->mounts[i];
+    if (!m->source || !m->source[0] || m->source[0] == '/' || !mount_is_bind(m))
+      continue;
+    char *abs = NULL;
+    if (asprintf(&abs, "%s/%s", bundle, m->source) < 0)
+      return coil_error_sys(err, ENOMEM, "mounts[%zu].source", i);
+    free(m->source);
+    m->source = abs;
+  }
+  return 0;
+}
+
 int config_parse(const char *buf, size_t len, struct coil_config **out,
                  struct coil_error *err) {
   return parse_document(buf, len, "config.json", out, err);

@@ -220,6 +220,13 @@ int config_parse_file(const char *path, struct coil_config **out,
                       struct coil_error *err);
 void config_free(struct coil_config *c);
 
+/* Makes a bind mount's relative mounts[].source absolute against the bundle
+ * directory (an absolute path), as the runtime spec says: never against the
+ * runtime's working directory. Other mounts' sources ("proc", "tmpfs") are
+ * not paths and stay as written. */
+int config_resolve_mount_sources(struct coil_config *c, const char *bundle,
+                                 struct coil_error *err);
+
 /* Reads a config file (size-capped) into a NUL-terminated buffer, for
  * callers that keep the raw bytes (create stores a copy in the state dir). */
 int config_read_file(const char *path, char **out, size_t *len,

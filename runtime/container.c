@@ -22,6 +22,7 @@
 #include "cgroup.h"
 #include "cleanup.h"
 #include "config.h"
+#include "deadline.h"
 #include "hooks.h"
 #include "id.h"
 #include "init.h"
@@ -436,7 +437,8 @@ int container_create(const struct coil_create_opts *o, pid_t *pid_out,
   if (config_read_file(config_path, &raw, &raw_len, err) < 0)
     return -1;
   cleanup_config struct coil_config *cfg = NULL;
-  if (config_parse(raw, raw_len, &cfg, err) < 0)
+  if (config_parse(raw, raw_len, &cfg, err) < 0 ||
+      config_resolve_mount_sources(cfg, bundle, err) < 0)
     return -1;
   cleanup_free char *rootfs = NULL;
   if (resolve_rootfs(cfg, bundle, &rootfs, err) < 0)
@@ -615,10 +617,15 @@ int container_start(const char *root, const char *id, struct coil_error *err) {
 static int signal_init(const struct coil_state *st, int sig,
                        struct coil_error *err) {
   cleanup_close int pidfd = (int)syscall(SYS_pidfd_open, st->pid, 0);
-  if (pidfd < 0 || state_pid_start_time(st->pid) != st->pid_start)
+  if ((pidfd < 0 && errno == ESRCH) ||
+      state_pid_start_time(st->pid) != st->pid_start)
     return coil_error_set(err, ESRCH, "container \"%s\" is not running",
                           st->id);
-  if (syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0)
+  /* Without a pidfd (out of fds), the start time just read is what tells
+   * the recorded init from a process that reused its pid. */
+  long r = pidfd >= 0 ? syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0)
+                      : kill(st->pid, sig);
+  if (r < 0)
     return coil_error_sys(err, errno, "kill container \"%s\"", st->id);
   return 0;
 }
@@ -652,15 +659,35 @@ int container_kill(const char *root, const char *id, int sig, bool all,
   return signal_init(st, sig, err);
 }
 
+/* Without a pidfd, or when polling it fails, whether init is gone is
+ * checked this often. */
+#define GONE_CHECK_MS 10
+
 /* Waits for a (possibly non-child) pid to exit, up to timeout_ms. */
 static bool wait_gone(const struct coil_state *st, int timeout_ms) {
   cleanup_close int pidfd = (int)syscall(SYS_pidfd_open, st->pid, 0);
-  if (pidfd < 0)
+  if (pidfd < 0 && errno == ESRCH)
     return true;
-  if (state_pid_start_time(st->pid) != st->pid_start)
-    return true;
-  struct pollfd pf = {.fd = pidfd, .events = POLLIN};
-  return poll(&pf, 1, timeout_ms) == 1;
+  long long deadline = deadline_after_ms(deadline_now_ms(), timeout_ms);
+  for (;;) {
+    if (state_pid_start_time(st->pid) != st->pid_start)
+      return true;
+    int slice = deadline_slice_ms(deadline, deadline_now_ms(),
+                                  pidfd < 0 ? GONE_CHECK_MS : -1);
+    if (slice == 0)
+      return false;
+    if (pidfd < 0) {
+      struct timespec ts = {0, slice * 1000000L};
+      nanosleep(&ts, NULL);
+      continue;
+    }
+    struct pollfd pf = {.fd = pidfd, .events = POLLIN};
+    int n = poll(&pf, 1, slice);
+    if (n > 0)
+      return true;
+    if (n < 0 && errno != EINTR)
+      close(steal_fd(pidfd));
+  }
 }
 
 /* Kills whatever is left in the cgroup (containers without a pid namespace

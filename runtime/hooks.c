@@ -9,18 +9,14 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "deadline.h"
 
 #define HOOK_OUTPUT_MAX 2048
-
-static long long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
+/* Without a pidfd the hook's exit is noticed by checking this often. */
+#define HOOK_REAP_CHECK_MS 10
 
 static void __attribute__((noreturn))
 exec_hook(const struct coil_hook *h, int in_fd, int out_fd) {
@@ -41,11 +37,81 @@ exec_hook(const struct coil_hook *h, int in_fd, int out_fd) {
   _exit(127);
 }
 
+struct hook_output {
+  char text[HOOK_OUTPUT_MAX + 1];
+  size_t len;
+};
+
 /* Collapses captured output to one line for the error message. */
 static void one_line(char *s) {
   for (; *s; s++)
     if (*s == '\n' || *s == '\r')
       *s = ' ';
+}
+
+static void keep_output(struct hook_output *o, const char *buf, size_t n) {
+  if (n > HOOK_OUTPUT_MAX - o->len)
+    n = HOOK_OUTPUT_MAX - o->len;
+  memcpy(o->text + o->len, buf, n);
+  o->len += n;
+}
+
+/* Reads what the hook printed; closes *fd at end of file. */
+static void read_output(int *fd, struct hook_output *o, bool drain) {
+  char tmp[512];
+  do {
+    ssize_t r = read(*fd, tmp, sizeof tmp);
+    if (r <= 0) {
+      if (r == 0 || errno != EINTR) {
+        close(*fd);
+        *fd = -1;
+      }
+      return;
+    }
+    keep_output(o, tmp, (size_t)r);
+  } while (drain);
+}
+
+static void kill_and_reap(pid_t pid, int *status) {
+  kill(pid, SIGKILL);
+  while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+    ;
+}
+
+/* Waits for the hook to exit, collecting its output, until the deadline.
+ * pidfd may be -1 (pidfd_open failed): the exit is then checked every
+ * HOOK_REAP_CHECK_MS. Returns 0 with the exit status in *status, or -1
+ * with *timed_out or *sys_errno (poll/waitpid failure) set and the hook
+ * possibly still running. */
+static int wait_hook(pid_t pid, int pidfd, int *out_r, long long deadline,
+                     struct hook_output *o, int *status, bool *timed_out,
+                     int *sys_errno) {
+  for (;;) {
+    int slice = deadline_slice_ms(deadline, deadline_now_ms(),
+                                  pidfd < 0 ? HOOK_REAP_CHECK_MS : -1);
+    if (slice == 0) {
+      *timed_out = true;
+      return -1;
+    }
+    struct pollfd pf[2] = {{.fd = pidfd, .events = POLLIN},
+                           {.fd = *out_r, .events = POLLIN}};
+    int n = poll(pf, 2, slice);
+    if (n < 0 && errno != EINTR) {
+      *sys_errno = errno;
+      return -1;
+    }
+    if (n > 0 && (pf[1].revents & (POLLIN | POLLHUP)))
+      read_output(out_r, o, false);
+    if (pidfd < 0 || (n > 0 && (pf[0].revents & POLLIN))) {
+      pid_t r = waitpid(pid, status, WNOHANG);
+      if (r == pid)
+        return 0;
+      if (r < 0 && errno != EINTR) {
+        *sys_errno = errno;
+        return -1;
+      }
+    }
+  }
 }
 
 static int run_one(const struct coil_hook *h, const char *field,
@@ -82,73 +148,36 @@ static int run_one(const struct coil_hook *h, const char *field,
   (void)ignored;
   close(steal_fd(in_w));
 
-  char output[HOOK_OUTPUT_MAX + 1];
-  size_t out_len = 0;
-  long long deadline = h->has_timeout ? now_ms() + h->timeout * 1000LL : -1;
+  struct hook_output o = {.len = 0};
+  long long deadline =
+      h->has_timeout ? deadline_after_ms(deadline_now_ms(), h->timeout * 1000LL)
+                     : DEADLINE_NONE;
   bool timed_out = false;
-  int status = 0;
-  for (;;) {
-    struct pollfd pf[2] = {{.fd = pidfd, .events = POLLIN},
-                           {.fd = out_r, .events = POLLIN}};
-    int wait_ms = -1;
-    if (deadline >= 0) {
-      long long left = deadline - now_ms();
-      if (left <= 0) {
-        timed_out = true;
-        break;
-      }
-      wait_ms = (int)left;
-    }
-    int n = poll(pf, out_r >= 0 ? 2 : 1, wait_ms);
-    if (n < 0 && errno != EINTR)
-      break;
-    if (out_r >= 0 && (pf[1].revents & (POLLIN | POLLHUP))) {
-      char tmp[512];
-      ssize_t r = read(out_r, tmp, sizeof tmp);
-      if (r <= 0) {
-        close(steal_fd(out_r));
-      } else {
-        size_t take = (size_t)r;
-        if (take > HOOK_OUTPUT_MAX - out_len)
-          take = HOOK_OUTPUT_MAX - out_len;
-        memcpy(output + out_len, tmp, take);
-        out_len += take;
-      }
-    }
-    if (pf[0].revents & POLLIN) {
-      if (waitpid(pid, &status, WNOHANG) == pid)
-        break;
-    }
+  int sys_errno = 0, status = 0;
+  if (wait_hook(pid, pidfd, &out_r, deadline, &o, &status, &timed_out,
+                &sys_errno) < 0) {
+    kill_and_reap(pid, &status);
+    if (timed_out)
+      return coil_error_set(err, ETIMEDOUT, "%s (%s): timed out after %d s",
+                            field, h->path, h->timeout);
+    return coil_error_sys(err, sys_errno, "%s (%s): waiting for the hook",
+                          field, h->path);
   }
-  if (timed_out) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-    return coil_error_set(err, ETIMEDOUT, "%s (%s): timed out after %d s",
-                          field, h->path, h->timeout);
-  }
-  /* Collect what the hook printed before exiting. */
-  while (out_r >= 0) {
-    char tmp[512];
-    ssize_t r = read(out_r, tmp, sizeof tmp);
-    if (r <= 0)
-      break;
-    size_t take = (size_t)r;
-    if (take > HOOK_OUTPUT_MAX - out_len)
-      take = HOOK_OUTPUT_MAX - out_len;
-    memcpy(output + out_len, tmp, take);
-    out_len += take;
-  }
-  output[out_len] = '\0';
-  one_line(output);
+  /* Collect what the hook printed before exiting, without waiting for a
+   * process it left behind that still holds the pipe. */
+  if (out_r >= 0 && fcntl(out_r, F_SETFL, O_NONBLOCK) == 0)
+    read_output(&out_r, &o, true);
+  o.text[o.len] = '\0';
+  one_line(o.text);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
     return 0;
   if (WIFSIGNALED(status))
     return coil_error_set(err, ECHILD, "%s (%s): killed by signal %d%s%s",
-                          field, h->path, WTERMSIG(status), out_len ? ": " : "",
-                          output);
+                          field, h->path, WTERMSIG(status), o.len ? ": " : "",
+                          o.text);
   return coil_error_set(err, ECHILD, "%s (%s): exited with status %d%s%s",
-                        field, h->path, WEXITSTATUS(status),
-                        out_len ? ": " : "", output);
+                        field, h->path, WEXITSTATUS(status), o.len ? ": " : "",
+                        o.text);
 }
 
 int hooks_run(const struct coil_config *cfg, enum coil_hook_kind kind,

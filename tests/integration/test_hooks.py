@@ -162,6 +162,20 @@ def test_hook_timeout_kills_it():
     assert os.listdir(root) == []
 
 
+def test_hook_with_huge_timeout_runs():
+    # Any int of seconds is a valid timeout: the largest must neither wrap
+    # into an instant timeout nor stop the hook from running to success.
+    d = tmpdir(0o777)
+    out = os.path.join(d, "out")
+    script = os.path.join(d, "h.sh")
+    _write(script, "#!/bin/sh\nsleep 0.2\necho ran > %s\n" % out)
+    root = new_root()
+    b = new_bundle(["true"], hooks={"createRuntime": [
+        {"path": script, "timeout": 2147483647}]})
+    check(run(b, root=root))
+    assert open(out).read() == "ran\n"
+
+
 def test_failing_poststart_hook():
     # runtime-spec: a failing poststart hook is logged, the container keeps
     # running (runc: start then reports the error). Either way: no leak.

@@ -6,7 +6,8 @@ import re
 
 from harness import (DEFAULT_CAPS, HOST_UID, NAMESPACES, base_config,
                      cap_mask, check, coil, describe, host_ns, new_bundle,
-                     new_id, new_root, run, sh, state, tmpdir)
+                     new_id, new_root, run, sh, state, tmpdir,
+                     wait_status)
 
 NS_FILES = {"pid": "pid", "network": "net", "ipc": "ipc", "uts": "uts",
             "mount": "mnt", "user": "user", "cgroup": "cgroup"}
@@ -173,6 +174,38 @@ def test_bind_mounts_ro_and_rw():
     assert "Read-only file system" in r.stderr, describe(r)
     assert not os.path.exists(os.path.join(ro, "new"))
     assert open(os.path.join(rw, "new")).read() == "x\n"
+
+
+def _bundle_with_relative_bind(args):
+    """A bundle binding its own "data" dir (a relative source) at /mnt/rel,
+    and a working directory that has a "data" dir of its own."""
+    cwd = tmpdir()
+    b = new_bundle(args, mounts=_default_mounts_and(
+        _mount("/mnt/rel", "bind", "data", "rbind", "ro")))
+    for top, which in ((b, "bundle"), (cwd, "cwd")):
+        os.mkdir(os.path.join(top, "data"), 0o755)
+        with open(os.path.join(top, "data", "which"), "w") as f:
+            f.write(which + "\n")
+    return b, cwd
+
+
+def test_relative_bind_source_is_relative_to_bundle_run():
+    b, cwd = _bundle_with_relative_bind(["cat", "/mnt/rel/which"])
+    r = check(coil("run", "--bundle", b, new_id(), root=new_root(), cwd=cwd))
+    assert r.stdout == "bundle\n", describe(r)
+
+
+def test_relative_bind_source_is_relative_to_bundle_create():
+    b, cwd = _bundle_with_relative_bind(["cat", "/mnt/rel/which"])
+    root, cid = new_root(), new_id()
+    out = os.path.join(tmpdir(), "out")
+    with open(out, "w") as f:
+        check(coil("create", "--bundle", b, cid, root=root, cwd=cwd,
+                   stdout=f))
+    check(coil("start", cid, root=root))
+    wait_status(cid, root, "stopped")
+    check(coil("delete", cid, root=root))
+    assert open(out).read() == "bundle\n"
 
 
 def test_tmpfs_options_and_mount_flags():

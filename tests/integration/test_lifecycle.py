@@ -1,15 +1,18 @@
 """create/start/state/kill/delete, run's exit status and signal forwarding."""
 
+import ctypes
+import errno
 import json
 import os
 import select
 import signal
 import stat
+import subprocess
 import threading
 import time
 
 from harness import (check, coil, describe, new_bundle, new_id, new_root,
-                     popen, run, sh, state, tmpdir, wait_status)
+                     on_cleanup, popen, run, sh, state, tmpdir, wait_status)
 
 
 def _alive(pid):
@@ -275,6 +278,115 @@ def test_run_default_sigterm_exit_143():
     check(coil("kill", "--all", cid, "TERM", root=root))
     out, err = _finish(p)
     assert p.returncode == 143, (p.returncode, out, err)
+
+
+class _ArgCmp(ctypes.Structure):
+    """libseccomp's struct scmp_arg_cmp."""
+    _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int),
+                ("datum_a", ctypes.c_uint64), ("datum_b", ctypes.c_uint64)]
+
+
+def _failing_syscalls(*rules):
+    """A preexec_fn loading a real seccomp filter into coil (inherited by
+    what it starts) that fails each rule's system call with its errno: rules
+    are (name, errno, second argument to match or None for any)."""
+    lib = ctypes.CDLL("libseccomp.so.2")
+    lib.seccomp_init.restype = ctypes.c_void_p
+    lib.seccomp_init.argtypes = [ctypes.c_uint32]
+    lib.seccomp_attr_set.argtypes = [ctypes.c_void_p, ctypes.c_int,
+                                     ctypes.c_uint32]
+    lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+    lib.seccomp_rule_add_array.argtypes = [
+        ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint,
+        ctypes.POINTER(_ArgCmp)]
+    lib.seccomp_load.argtypes = [ctypes.c_void_p]
+    lib.seccomp_release.argtypes = [ctypes.c_void_p]
+    ctx = lib.seccomp_init(0x7fff0000)  # SCMP_ACT_ALLOW
+    assert ctx
+    on_cleanup(lambda: lib.seccomp_release(ctx))
+    # Root may load it without no_new_privs, which would change what the
+    # container may do.
+    assert lib.seccomp_attr_set(ctx, 3, 0) == 0  # SCMP_FLTATR_CTL_NNP
+    for name, err, arg1 in rules:
+        nr = lib.seccomp_syscall_resolve_name(name.encode())
+        cmp = (_ArgCmp * 1)(_ArgCmp(1, 4, arg1 or 0, 0))  # SCMP_CMP_EQ
+        assert lib.seccomp_rule_add_array(
+            ctx, 0x00050000 | err, nr, 0 if arg1 is None else 1, cmp) == 0
+
+    def load():
+        if lib.seccomp_load(ctx) != 0:
+            os._exit(120)
+    return load
+
+
+def test_run_without_pidfd_still_sees_exit_and_forwards():
+    # pidfd_open failing (out of fds, old kernel) must not leave run
+    # polling nothing forever.
+    b = new_bundle(["sh", "-c", "sleep 0.3; exit 3"])
+    r = coil("run", "--bundle", b, new_id(), root=new_root(), timeout=20,
+             preexec_fn=_failing_syscalls(("pidfd_open", errno.EMFILE, None)))
+    assert r.returncode == 3, describe(r)
+    root, cid = new_root(), new_id()
+    p = popen("run", "--bundle", new_bundle(["sh", "-c", _trapping(
+        "exit 7", "TERM")]), cid, root=root,
+        preexec_fn=_failing_syscalls(("pidfd_open", errno.EMFILE, None)))
+    _wait_line(p, "ready")
+    p.send_signal(signal.SIGTERM)
+    out, err = _finish(p)
+    assert p.returncode == 7, (p.returncode, out, err)
+    assert os.listdir(root) == []
+
+
+def test_run_without_signalfd_still_forwards():
+    # The forwarded signals stay blocked in run: without a signalfd they
+    # must still be taken and forwarded, not held forever.
+    root, cid = new_root(), new_id()
+    p = popen("run", "--bundle", new_bundle(["sh", "-c", _trapping(
+        "exit 7", "TERM")]), cid, root=root,
+        preexec_fn=_failing_syscalls(("signalfd4", errno.EMFILE, None),
+                                     ("signalfd", errno.EMFILE, None)))
+    _wait_line(p, "ready")
+    p.send_signal(signal.SIGTERM)
+    try:
+        out, err = p.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        # The container still holds run's stdout: remove it, then fail.
+        coil("delete", "--force", cid, root=root)
+        p.kill()
+        p.communicate()
+        raise AssertionError("SIGTERM not forwarded: run still waiting")
+    assert p.returncode == 7, (p.returncode, out, err)
+    assert os.listdir(root) == []
+
+
+def test_run_poll_failure_kills_container():
+    # run's wait polls 3 fds: failing exactly that poll must not leave it in
+    # a blocking wait that forwards no signal and honours no watchdog.
+    fail = [(name, errno.ENOMEM, 3) for name in ("poll", "ppoll")]
+    root = new_root()
+    r = coil("run", "--bundle", new_bundle(["sleep", "60"]), new_id(),
+             root=root, timeout=20, preexec_fn=_failing_syscalls(*fail))
+    assert r.returncode == 137, describe(r)
+    assert "poll: %s; killing it" % os.strerror(errno.ENOMEM) in r.stderr, \
+        describe(r)
+    assert os.listdir(root) == []
+
+
+def test_delete_force_when_poll_or_pidfd_fails():
+    # delete --force waits (poll on a pidfd, 1 fd) for init to die: a poll
+    # failure or no pidfd must still kill init and wait for it, neither
+    # giving up at once nor taking a live init for gone.
+    for rule in (("poll", errno.ENOMEM, 1), ("pidfd_open", errno.EMFILE, None)):
+        fail = [rule] + ([("ppoll", errno.ENOMEM, 1)] if rule[0] == "poll"
+                         else [])
+        root, b, cid = _created(["sleep", "100"])
+        check(coil("start", cid, root=root))
+        pid = state(cid, root)["pid"]
+        r = coil("delete", "--force", cid, root=root, timeout=30,
+                 preexec_fn=_failing_syscalls(*fail))
+        assert r.returncode == 0, (rule, describe(r))
+        assert not _alive(pid), rule
+        assert os.listdir(root) == [], rule
 
 
 def test_kill_signal_spellings():

@@ -679,6 +679,31 @@ static void test_hook_names(void) {
   ok(exited(st, 0), "config_free(NULL) is a no-op (status %#x)", st);
 }
 
+/* Only a bind's relative source is a path, and it is the bundle's. */
+static void test_mount_sources(void) {
+  struct coil_config *c = parse_ok(
+      WITH("'mounts':["
+           "{'destination':'/a','type':'bind','source':'data'},"
+           "{'destination':'/b','source':'sub/x','options':['rbind']},"
+           "{'destination':'/c','type':'none','source':'y','options':['bind']},"
+           "{'destination':'/d','type':'bind','source':'/abs'},"
+           "{'destination':'/e','type':'tmpfs','source':'tmpfs'},"
+           "{'destination':'/f','type':'proc','source':'proc'}]"),
+      "mounts with relative sources");
+  if (!c)
+    return;
+  struct coil_error err = {0};
+  ok(config_resolve_mount_sources(c, "/b/dir", &err) == 0,
+     "resolves mount sources");
+  is_str(c->mounts[0].source, "/b/dir/data", "type bind: bundle-relative");
+  is_str(c->mounts[1].source, "/b/dir/sub/x", "rbind option: bundle-relative");
+  is_str(c->mounts[2].source, "/b/dir/y", "bind option: bundle-relative");
+  is_str(c->mounts[3].source, "/abs", "absolute source unchanged");
+  is_str(c->mounts[4].source, "tmpfs", "tmpfs source is not a path");
+  is_str(c->mounts[5].source, "proc", "proc source is not a path");
+  config_free(c);
+}
+
 int main(void) {
   test_full();
   test_minimal();
@@ -689,5 +714,6 @@ int main(void) {
   test_sandbox_errors();
   test_files();
   test_hook_names();
+  test_mount_sources();
   return tap_done();
 }
