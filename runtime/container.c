@@ -140,17 +140,28 @@ static int resolve_rootfs(const struct coil_config *cfg, const char *bundle,
   return 0;
 }
 
+/* As runc: a fresh temp file beside the target (O_EXCL: a planted link
+ * there is not followed), renamed over it (a link at the path itself is
+ * replaced, not followed). */
 static int write_pid_file(const char *path, pid_t pid, struct coil_error *err) {
+  cleanup_free char *copy = strdup(path);
   cleanup_free char *tmp = NULL;
-  if (asprintf(&tmp, "%s.coil-tmp", path) < 0)
+  if (!copy)
     return coil_error_sys(err, ENOMEM, "--pid-file");
-  cleanup_close int fd =
-      open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  char *slash = strrchr(copy, '/');
+  const char *dir = slash ? (slash == copy ? "/" : copy) : ".";
+  const char *base = slash ? slash + 1 : copy;
+  if (slash)
+    *slash = '\0';
+  if (asprintf(&tmp, "%s/.%s.XXXXXX", dir, base) < 0)
+    return coil_error_sys(err, ENOMEM, "--pid-file");
+  cleanup_close int fd = mkostemp(tmp, O_CLOEXEC);
   if (fd < 0)
     return coil_error_sys(err, errno, "--pid-file: create %s", tmp);
   char buf[32];
   int n = snprintf(buf, sizeof buf, "%d", pid);
-  if (write(fd, buf, (size_t)n) != n || rename(tmp, path) < 0) {
+  if (fchmod(fd, 0644) < 0 || write(fd, buf, (size_t)n) != n ||
+      rename(tmp, path) < 0) {
     int e = errno;
     unlink(tmp);
     return coil_error_sys(err, e, "--pid-file: write %s", path);
