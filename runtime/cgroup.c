@@ -602,14 +602,30 @@ static int make_dirs(struct cg_dir *d, const char *base, const char *rel,
   }
 }
 
-int cgroup_create(const struct coil_cgroup_env *env, const char *cgroups_path,
-                  const char *id, const struct coil_resources *res,
-                  struct coil_cgroup **out, struct coil_error *err) {
+/* What cgroup_create decides before it touches a cgroup: the hierarchies,
+ * the path below each base and the launcher's own cgroups. */
+struct cg_plan {
+  struct cg_host host;
+  const char *proc_path;
+  char *proc_text;
+  char *rel;
+  unsigned depth;
+  bool relative;
+};
+
+static void plan_free(struct cg_plan *p) {
+  host_free(&p->host);
+  free(p->proc_text);
+  free(p->rel);
+}
+
+static int plan_paths(const struct coil_cgroup_env *env,
+                      const char *cgroups_path, const char *id,
+                      const struct coil_resources *res, struct cg_plan *p,
+                      struct coil_error *err) {
   const char *fs_root = env && env->fs_root ? env->fs_root : DEFAULT_FS_ROOT;
-  const char *proc_path = env && env->proc_self_cgroup
-                              ? env->proc_self_cgroup
-                              : DEFAULT_PROC_SELF_CGROUP;
-  *out = NULL;
+  p->proc_path = env && env->proc_self_cgroup ? env->proc_self_cgroup
+                                              : DEFAULT_PROC_SELF_CGROUP;
   const char *path = cgroups_path ? cgroups_path : id;
   if (!path)
     return coil_error_set(err, EINVAL,
@@ -619,21 +635,21 @@ int cgroup_create(const struct coil_cgroup_env *env, const char *cgroups_path,
                          path, err) < 0 ||
       check_hugepages(res, err) < 0)
     return -1;
-  bool relative = path[0] != '/';
+  p->relative = path[0] != '/';
 
   unsigned needed = cg_needed(res);
-  struct cg_host host __attribute__((cleanup(host_free))) = {0};
-  if (detect(fs_root, CG_BASE | (needed & CG_BIT(CG_HUGETLB)), &host, err) < 0)
+  if (detect(fs_root, CG_BASE | (needed & CG_BIT(CG_HUGETLB)), &p->host, err) <
+      0)
     return -1;
-  if (host.n == 0)
+  if (p->host.n == 0)
     return coil_error_set(
         err, ENOENT,
         "no cgroup hierarchy under %s (no cgroup.controllers, "
         "no controller directories)",
         fs_root);
   unsigned have = 0;
-  for (size_t i = 0; i < host.n; i++)
-    have |= host.h[i].ctrls;
+  for (size_t i = 0; i < p->host.n; i++)
+    have |= p->host.h[i].ctrls;
   for (enum cg_ctrl c = 0; c < CG_NCTRL; c++)
     if (needed & ~have & CG_BIT(c))
       return coil_error_set(err, ENOENT,
@@ -641,42 +657,90 @@ int cgroup_create(const struct coil_cgroup_env *env, const char *cgroups_path,
                             "under %s)",
                             cg_field(res, c), cg_ctrl_names[c], fs_root);
 
-  cleanup_free char *proc_text = NULL;
-  if (relative && read_path(proc_path, &proc_text, err) < 0)
+  if (p->relative && read_path(p->proc_path, &p->proc_text, err) < 0)
     return -1;
-  cleanup_free char *rel = NULL;
-  if (asprintf(&rel, "%s%s", relative ? COIL_PARENT "/" : "",
-               relative ? path : path + 1) < 0)
+  if (asprintf(&p->rel, "%s%s", p->relative ? COIL_PARENT "/" : "",
+               p->relative ? path : path + 1) < 0) {
+    p->rel = NULL;
     return no_memory(err);
-  unsigned depth = 0;
-  for (const char *p = rel; *p; p++)
-    depth += *p == '/';
+  }
+  for (const char *s = p->rel; *s; s++)
+    p->depth += *s == '/';
+  return 0;
+}
 
+/* The cgroup hierarchy i's container path goes under. */
+static int plan_base(const struct cg_plan *p, size_t i, char **base,
+                     struct coil_error *err) {
+  const struct cg_hier *h = &p->host.h[i];
+  cleanup_free char *own = NULL;
+  if (p->relative && own_cgroup(p->proc_path, p->proc_text, h, &own, err) < 0)
+    return -1;
+  *base = own && own[1] ? join(h->root, own + 1) : strdup(h->root);
+  return *base ? 0 : no_memory(err);
+}
+
+int cgroup_plan(const struct coil_cgroup_env *env, const char *cgroups_path,
+                const char *id, const struct coil_resources *res,
+                struct coil_cgroup **out, struct coil_error *err) {
+  *out = NULL;
+  struct cg_plan p __attribute__((cleanup(plan_free))) = {0};
+  if (plan_paths(env, cgroups_path, id, res, &p, err) < 0)
+    return -1;
   struct coil_cgroup *cg = calloc(1, sizeof *cg);
   if (!cg)
     return no_memory(err);
-  for (size_t i = 0; i < host.n; i++) {
-    const struct cg_hier *h = &host.h[i];
+  for (size_t i = 0; i < p.host.n; i++) {
+    const struct cg_hier *h = &p.host.h[i];
+    cleanup_free char *base = NULL;
+    if (plan_base(&p, i, &base, err) < 0) {
+      cgroup_free(cg);
+      return -1;
+    }
+    struct cg_dir *d = &cg->dirs[cg->n++];
+    /* Absolute paths: which levels a create would make is known only after
+     * it, so the plan owns just the last. */
+    *d = (struct cg_dir){.drv = h->drv,
+                         .ctrls = h->ctrls,
+                         .kernel = h->kernel,
+                         .path = join(base, p.rel),
+                         .levels = p.relative ? p.depth : 0};
+    if (!d->path) {
+      cgroup_free(cg);
+      return no_memory(err);
+    }
+  }
+  *out = cg;
+  return 0;
+}
+
+int cgroup_create(const struct coil_cgroup_env *env, const char *cgroups_path,
+                  const char *id, const struct coil_resources *res,
+                  struct coil_cgroup **out, struct coil_error *err) {
+  *out = NULL;
+  struct cg_plan p __attribute__((cleanup(plan_free))) = {0};
+  if (plan_paths(env, cgroups_path, id, res, &p, err) < 0)
+    return -1;
+  struct coil_cgroup *cg = calloc(1, sizeof *cg);
+  if (!cg)
+    return no_memory(err);
+  for (size_t i = 0; i < p.host.n; i++) {
+    const struct cg_hier *h = &p.host.h[i];
     struct cg_dir *d = &cg->dirs[cg->n];
     *d = (struct cg_dir){.drv = h->drv, .ctrls = h->ctrls, .kernel = h->kernel};
-    cleanup_free char *own = NULL, *base = NULL;
-    if (relative && own_cgroup(proc_path, proc_text, h, &own, err) < 0)
+    cleanup_free char *base = NULL;
+    if (plan_base(&p, i, &base, err) < 0)
       goto fail;
-    base = own && own[1] ? join(h->root, own + 1) : strdup(h->root);
-    if (!base) {
-      no_memory(err);
-      goto fail;
-    }
     unsigned made = 0;
-    if (make_dirs(d, base, rel, res, &made, err) < 0)
+    if (make_dirs(d, base, p.rel, res, &made, err) < 0)
       goto fail;
     /* Relative: everything from "coil" down is coil's, to remove once
      * empty. Absolute: only the levels this call made. */
-    d->levels = relative ? depth : made - 1;
+    d->levels = p.relative ? p.depth : made - 1;
     cg->n++;
   }
   for (size_t i = 0; i < cg->n; i++)
-    if (apply_limits(&cg->dirs[i], host.h[i].root, res, err) < 0)
+    if (apply_limits(&cg->dirs[i], p.host.h[i].root, res, err) < 0)
       goto fail;
   *out = cg;
   return 0;

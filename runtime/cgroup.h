@@ -29,6 +29,13 @@ int cgroup_create(const struct coil_cgroup_env *env, const char *cgroups_path,
                   const char *id, const struct coil_resources *res,
                   struct coil_cgroup **out, struct coil_error *err);
 
+/* What cgroup_create with the same arguments would make, without making
+ * it: recorded before the create, so a launcher killed midway leaves
+ * cgroups its state names (cgroup_destroy ignores missing ones). */
+int cgroup_plan(const struct coil_cgroup_env *env, const char *cgroups_path,
+                const char *id, const struct coil_resources *res,
+                struct coil_cgroup **out, struct coil_error *err);
+
 /* Moves pid into the container's cgroup in every hierarchy. */
 int cgroup_enter(const struct coil_cgroup *cg, pid_t pid,
                  struct coil_error *err);

@@ -141,17 +141,28 @@ static int resolve_rootfs(const struct coil_config *cfg, const char *bundle,
   return 0;
 }
 
+/* As runc: a fresh temp file beside the target (O_EXCL: a planted link
+ * there is not followed), renamed over it (a link at the path itself is
+ * replaced, not followed). */
 static int write_pid_file(const char *path, pid_t pid, struct coil_error *err) {
+  cleanup_free char *copy = strdup(path);
   cleanup_free char *tmp = NULL;
-  if (asprintf(&tmp, "%s.coil-tmp", path) < 0)
+  if (!copy)
     return coil_error_sys(err, ENOMEM, "--pid-file");
-  cleanup_close int fd =
-      open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  char *slash = strrchr(copy, '/');
+  const char *dir = slash ? (slash == copy ? "/" : copy) : ".";
+  const char *base = slash ? slash + 1 : copy;
+  if (slash)
+    *slash = '\0';
+  if (asprintf(&tmp, "%s/.%s.XXXXXX", dir, base) < 0)
+    return coil_error_sys(err, ENOMEM, "--pid-file");
+  cleanup_close int fd = mkostemp(tmp, O_CLOEXEC);
   if (fd < 0)
     return coil_error_sys(err, errno, "--pid-file: create %s", tmp);
   char buf[32];
   int n = snprintf(buf, sizeof buf, "%d", pid);
-  if (write(fd, buf, (size_t)n) != n || rename(tmp, path) < 0) {
+  if (fchmod(fd, 0644) < 0 || write(fd, buf, (size_t)n) != n ||
+      rename(tmp, path) < 0) {
     int e = errno;
     unlink(tmp);
     return coil_error_sys(err, e, "--pid-file: write %s", path);
@@ -206,7 +217,8 @@ struct create_ctx {
   struct coil_config *cfg;
   char *bundle;
   char *rootfs;
-  int dirfd;
+  struct coil_state_dir dir;
+  int dirfd; /* dir.fd */
   struct coil_cgroup *cg;
   pid_t pid;
   struct python_setup *py; /* Python mode, or NULL */
@@ -411,7 +423,7 @@ static void create_rollback(struct create_ctx *x) {
   }
   if (x->cg && cgroup_destroy(x->cg, &ignored) < 0)
     log_warn("rollback: %s", ignored.msg);
-  if (x->dirfd >= 0 && state_dir_remove(x->o->root, x->o->id, &ignored) < 0)
+  if (x->dir.fd >= 0 && state_dir_remove(&x->dir, &ignored) < 0)
     log_warn("rollback: %s", ignored.msg);
 }
 
@@ -480,43 +492,69 @@ static int container_create_parsed(const struct coil_create_opts *o,
       seccomp_profile_build(&cfg->lnx.seccomp, &sp, err) < 0)
     return -1;
 
-  struct create_ctx x = {.o = o, .dirfd = -1, .py = py, .relay = {-1, -1}};
+  struct create_ctx x = {.o = o,
+                         .dir = COIL_STATE_DIR_INIT,
+                         .dirfd = -1,
+                         .py = py,
+                         .relay = {-1, -1}};
   x.cfg = cfg;
   x.bundle = bundle;
   x.rootfs = rootfs;
   log_debug("create %s: bundle %s, rootfs %s, namespaces 0x%x", o->id, bundle,
             rootfs, (unsigned)namespaces_clone_flags(&cfg->lnx));
-  if (state_dir_create(o->root, o->id, &x.dirfd, err) < 0)
-    return -1;
   char created[64];
   now_rfc3339(created, sizeof created);
   char cgroup_name[COIL_ID_DIRNAME_MAX];
   id_dirname(o->id, cgroup_name);
-  int r = state_write_file(x.dirfd, "config.json", raw, raw_len, err);
+  const struct coil_resources *res =
+      cfg->lnx.has_resources ? &cfg->lnx.resources : NULL;
   /* Only the cgroup layer switched off (sandbox.disable) goes without. */
   bool cgroups = !py || layer_on(py->ctx.disabled, LAYER_CGROUP);
+  /* Until create finishes the state says "creating" and names what it is
+   * about to make, so a create killed midway leaves nothing delete cannot
+   * find. */
+  cleanup_free char *planned = NULL;
+  if (cgroups) {
+    cleanup_cgroup struct coil_cgroup *plan = NULL;
+    if (cgroup_plan(NULL, cfg->lnx.cgroups_path, cgroup_name, res, &plan, err) <
+        0)
+      return -1;
+    planned = cgroup_serialize(plan);
+    if (!planned)
+      return coil_error_sys(err, ENOMEM, "cgroup state");
+  }
+  struct coil_state st = {.id = (char *)o->id,
+                          .bundle = bundle,
+                          .rootfs = rootfs,
+                          .created = created,
+                          .creating = true,
+                          .cgroup_planned = planned};
+  if (state_dir_create(o->root, o->id, &st, &x.dir, err) < 0)
+    return -1;
+  x.dirfd = x.dir.fd;
+  int r = state_write_file(x.dirfd, "config.json", raw, raw_len, err);
   if (r == 0 && cgroups)
-    r = cgroup_create(NULL, cfg->lnx.cgroups_path, cgroup_name,
-                      cfg->lnx.has_resources ? &cfg->lnx.resources : NULL,
-                      &x.cg, err);
+    r = cgroup_create(NULL, cfg->lnx.cgroups_path, cgroup_name, res, &x.cg,
+                      err);
+  cleanup_free char *cg_text = NULL;
+  if (r == 0 && x.cg) {
+    cg_text = cgroup_serialize(x.cg);
+    st.cgroup = cg_text;
+    r = cg_text ? state_write(x.dirfd, &st, err)
+                : coil_error_sys(err, ENOMEM, "cgroup state");
+  }
   if (r == 0 && py && o->info && pipe2(x.relay, O_CLOEXEC) < 0)
     r = coil_error_sys(err, errno, "pipe");
   if (r == 0)
     r = spawn_init(&x, &caps, &rl, sp, err);
   if (x.relay[1] >= 0)
     close(x.relay[1]);
-  cleanup_free char *cg_text = NULL;
   if (r == 0) {
-    cg_text = x.cg ? cgroup_serialize(x.cg) : NULL;
     log_debug("create %s: init is pid %d, cgroup %s", o->id, x.pid,
               cg_text ? cg_text : "-");
-    struct coil_state st = {.id = (char *)o->id,
-                            .pid = x.pid,
-                            .pid_start = state_pid_start_time(x.pid),
-                            .bundle = bundle,
-                            .rootfs = rootfs,
-                            .created = created,
-                            .cgroup = cg_text};
+    st.pid = x.pid;
+    st.pid_start = state_pid_start_time(x.pid);
+    st.creating = false;
     r = state_write(x.dirfd, &st, err);
   }
   if (r == 0 && o->pid_file)
@@ -532,17 +570,17 @@ static int container_create_parsed(const struct coil_create_opts *o,
   }
   if (x.cg)
     cgroup_free(x.cg);
-  if (x.dirfd >= 0)
-    close(x.dirfd);
+  state_dir_close(&x.dir);
   return r;
 }
 
-static int load_state_config(const char *root, const char *id,
-                             struct coil_config **cfg, struct coil_error *err) {
-  cleanup_free char *path = state_path(root, id, "config.json");
-  if (!path)
-    return coil_error_sys(err, ENOMEM, "state path");
-  return config_parse_file(path, cfg, err);
+static int load_state_config(int dirfd, struct coil_config **cfg,
+                             struct coil_error *err) {
+  cleanup_free char *raw = NULL;
+  size_t len;
+  if (state_read_file(dirfd, "config.json", &raw, &len, err) < 0)
+    return -1;
+  return config_parse(raw, len, cfg, err);
 }
 
 /* Connects to init's start socket; returns the fd or -1. */
@@ -556,32 +594,67 @@ static int start_socket_connect(int dirfd, struct coil_error *err) {
   return steal_fd(s);
 }
 
-/* Validates the id, locks the state directory and reads the state. */
-static int open_state(const char *root, const char *id, int *dirfd,
-                      struct coil_state **st, struct coil_error *err) {
-  if (id_validate(id, err) < 0 || state_dir_open(root, id, dirfd, err) < 0)
+/* Validates the id, opens (with lock, locks) the state directory and reads
+ * the state. */
+static int open_state(const char *root, const char *id, bool lock,
+                      struct coil_state_dir *d, struct coil_state **st,
+                      struct coil_error *err) {
+  if (id_validate(id, err) < 0 || state_dir_open(root, id, lock, d, err) < 0)
     return -1;
-  if (state_read(root, id, st, err) < 0) {
-    close(*dirfd);
-    *dirfd = -1;
+  if (state_read(d, id, st, err) < 0) {
+    state_dir_close(d);
     return -1;
   }
   return 0;
 }
 
+/* Whether the recorded pid is still the container's init: the same start
+ * time and, when the container has a cgroup, a member of it, so a pid
+ * recycled (or named by a tampered state) is never signalled. */
+static bool init_is_ours(const struct coil_state *st) {
+  if (st->pid <= 0 || state_pid_start_time(st->pid) != st->pid_start)
+    return false;
+  if (!st->cgroup)
+    return true;
+  cleanup_cgroup struct coil_cgroup *cg = NULL;
+  cleanup_free pid_t *pids = NULL;
+  size_t n = 0;
+  struct coil_error ignored;
+  if (cgroup_deserialize(st->cgroup, &cg, &ignored) < 0 ||
+      cgroup_pids(cg, &pids, &n, &ignored) < 0)
+    return false;
+  for (size_t i = 0; i < n; i++)
+    if (pids[i] == st->pid)
+      return true;
+  return false;
+}
+
+/* A create that did not finish is "creating" while its creator still holds
+ * the lock, else "stopped" with nothing running; locked: d is ours. */
+static enum coil_status status_of(const struct coil_state_dir *d,
+                                  const struct coil_state *st, bool locked) {
+  if (st->creating)
+    return !locked && state_dir_busy(d) ? COIL_STATUS_CREATING
+                                        : COIL_STATUS_STOPPED;
+  if (!init_is_ours(st))
+    return COIL_STATUS_STOPPED;
+  return st->started ? COIL_STATUS_RUNNING : COIL_STATUS_CREATED;
+}
+
 int container_start(const char *root, const char *id, struct coil_error *err) {
-  cleanup_close int dirfd = -1;
+  cleanup_state_dir struct coil_state_dir d = COIL_STATE_DIR_INIT;
   cleanup_state struct coil_state *st = NULL;
-  if (open_state(root, id, &dirfd, &st, err) < 0)
+  if (open_state(root, id, true, &d, &st, err) < 0)
     return -1;
-  enum coil_status s = state_status(st);
+  int dirfd = d.fd;
+  enum coil_status s = status_of(&d, st, true);
   if (s != COIL_STATUS_CREATED)
     return coil_error_set(err, EINVAL,
                           "container \"%s\" is %s: only a created "
                           "container can be started",
                           id, state_status_name(s));
   cleanup_config struct coil_config *cfg = NULL;
-  if (load_state_config(root, id, &cfg, err) < 0)
+  if (load_state_config(dirfd, &cfg, err) < 0)
     return -1;
   cleanup_close int conn = start_socket_connect(dirfd, err);
   if (conn < 0)
@@ -617,8 +690,7 @@ int container_start(const char *root, const char *id, struct coil_error *err) {
 static int signal_init(const struct coil_state *st, int sig,
                        struct coil_error *err) {
   cleanup_close int pidfd = (int)syscall(SYS_pidfd_open, st->pid, 0);
-  if ((pidfd < 0 && errno == ESRCH) ||
-      state_pid_start_time(st->pid) != st->pid_start)
+  if ((pidfd < 0 && errno == ESRCH) || !init_is_ours(st))
     return coil_error_set(err, ESRCH, "container \"%s\" is not running",
                           st->id);
   /* Without a pidfd (out of fds), the start time just read is what tells
@@ -644,11 +716,11 @@ static int signal_all(const struct coil_cgroup *cg, int sig,
 
 int container_kill(const char *root, const char *id, int sig, bool all,
                    struct coil_error *err) {
-  cleanup_close int dirfd = -1;
+  cleanup_state_dir struct coil_state_dir d = COIL_STATE_DIR_INIT;
   cleanup_state struct coil_state *st = NULL;
-  if (open_state(root, id, &dirfd, &st, err) < 0)
+  if (open_state(root, id, true, &d, &st, err) < 0)
     return -1;
-  if (state_status(st) == COIL_STATUS_STOPPED)
+  if (status_of(&d, st, true) == COIL_STATUS_STOPPED)
     return coil_error_set(err, ESRCH, "container \"%s\" is not running", id);
   if (all && st->cgroup) {
     cleanup_cgroup struct coil_cgroup *cg = NULL;
@@ -708,15 +780,16 @@ static void kill_leftovers(const struct coil_cgroup *cg) {
 
 int container_delete(const char *root, const char *id, bool force,
                      struct coil_error *err) {
-  cleanup_close int dirfd = -1;
+  cleanup_state_dir struct coil_state_dir d = COIL_STATE_DIR_INIT;
   cleanup_state struct coil_state *st = NULL;
-  if (open_state(root, id, &dirfd, &st, err) < 0)
+  if (open_state(root, id, true, &d, &st, err) < 0)
     return -1;
   cleanup_config struct coil_config *cfg = NULL;
   struct coil_error cerr;
-  if (load_state_config(root, id, &cfg, &cerr) < 0)
+  /* A create killed before it copied the config leaves none. */
+  if (load_state_config(d.fd, &cfg, &cerr) < 0 && !st->creating)
     log_warn("delete: %s", cerr.msg);
-  enum coil_status s = state_status(st);
+  enum coil_status s = status_of(&d, st, true);
   log_debug("delete %s: status %s%s", id, state_status_name(s),
             force ? ", forced" : "");
   if (s == COIL_STATUS_RUNNING && !force)
@@ -738,47 +811,63 @@ int container_delete(const char *root, const char *id, bool force,
     kill_leftovers(cg);
     if (cgroup_destroy(cg, err) < 0)
       return -1;
+  } else if (st->cgroup_planned) {
+    /* Not known to have been made, so perhaps not ours: removed only if
+     * there and empty, nothing in it is killed. */
+    cleanup_cgroup struct coil_cgroup *cg = NULL;
+    if (cgroup_deserialize(st->cgroup_planned, &cg, err) < 0 ||
+        cgroup_destroy(cg, err) < 0)
+      return -1;
   }
-  if (cfg && cfg->hooks[COIL_HOOK_POSTSTOP].n) {
+  /* Poststop pairs with a finished create (as the rollback of a failed one
+   * runs no hooks either). */
+  if (!st->creating && cfg && cfg->hooks[COIL_HOOK_POSTSTOP].n) {
     cleanup_free char *js = hook_state(id, "stopped", 0, st->bundle, cfg);
     struct coil_error herr;
     if (hooks_run(cfg, COIL_HOOK_POSTSTOP, js ? js : "{}", &herr) < 0)
       log_warn("%s", herr.msg);
   }
-  return state_dir_remove(root, id, err);
+  return state_dir_remove(&d, err);
 }
 
-void container_limits(const char *root, const char *id,
+static void limits_of(const struct coil_state *st,
                       struct coil_limit_report *r) {
   *r = (struct coil_limit_report){0};
-  cleanup_state struct coil_state *st = NULL;
-  struct coil_error ignored;
-  if (state_read(root, id, &st, &ignored) < 0 || !st->cgroup)
-    return;
   cleanup_cgroup struct coil_cgroup *cg = NULL;
-  if (cgroup_deserialize(st->cgroup, &cg, &ignored) < 0)
+  struct coil_error ignored;
+  if (!st->cgroup || cgroup_deserialize(st->cgroup, &cg, &ignored) < 0)
     return;
   r->oom_killed = cgroup_oom_killed(cg);
   r->pids_limit_hits = cgroup_pids_limit_hits(cg);
 }
 
+void container_limits(const char *root, const char *id,
+                      struct coil_limit_report *r) {
+  *r = (struct coil_limit_report){0};
+  cleanup_state_dir struct coil_state_dir d = COIL_STATE_DIR_INIT;
+  cleanup_state struct coil_state *st = NULL;
+  struct coil_error ignored;
+  if (open_state(root, id, false, &d, &st, &ignored) == 0)
+    limits_of(st, r);
+}
+
 int container_state_json(const char *root, const char *id, bool pretty,
                          char **json, struct coil_error *err) {
-  if (id_validate(id, err) < 0)
-    return -1;
+  cleanup_state_dir struct coil_state_dir d = COIL_STATE_DIR_INIT;
   cleanup_state struct coil_state *st = NULL;
-  if (state_read(root, id, &st, err) < 0)
+  if (open_state(root, id, false, &d, &st, err) < 0)
     return -1;
   cleanup_config struct coil_config *cfg = NULL;
   struct coil_error cerr;
-  if (load_state_config(root, id, &cfg, &cerr) < 0)
+  if (load_state_config(d.fd, &cfg, &cerr) < 0 && !st->creating)
     log_warn("state: %s", cerr.msg);
-  enum coil_status s = state_status(st);
+  enum coil_status s = status_of(&d, st, false);
   struct coil_limit_report lim;
-  container_limits(root, id, &lim);
+  limits_of(st, &lim);
+  bool live = s == COIL_STATUS_CREATED || s == COIL_STATUS_RUNNING;
   struct coil_oci_state os = {.id = st->id,
                               .status = state_status_name(s),
-                              .pid = s == COIL_STATUS_STOPPED ? 0 : st->pid,
+                              .pid = live ? st->pid : 0,
                               .bundle = st->bundle,
                               .rootfs = st->rootfs,
                               .created = st->created,
@@ -793,36 +882,43 @@ int container_state_json(const char *root, const char *id, bool pretty,
 
 int container_list(const char *root, struct coil_container_info **out,
                    size_t *n, struct coil_error *err) {
-  char **ids = NULL;
-  size_t nids = 0;
+  char **names = NULL;
+  size_t nnames = 0;
   *out = NULL;
   *n = 0;
-  if (state_list(root, &ids, &nids, err) < 0)
+  if (state_list(root, &names, &nnames, err) < 0)
     return -1;
-  struct coil_container_info *l = calloc(nids ? nids : 1, sizeof *l);
+  struct coil_container_info *l = calloc(nnames ? nnames : 1, sizeof *l);
   if (!l) {
-    for (size_t i = 0; i < nids; i++)
-      free(ids[i]);
-    free(ids);
+    for (size_t i = 0; i < nnames; i++)
+      free(names[i]);
+    free(names);
     return coil_error_sys(err, ENOMEM, "list");
   }
   size_t k = 0;
-  for (size_t i = 0; i < nids; i++) {
+  for (size_t i = 0; i < nnames; i++) {
+    struct coil_state_dir d = COIL_STATE_DIR_INIT;
     struct coil_state *st = NULL;
-    struct coil_error ignored;
-    if (ids[i] && state_read(root, ids[i], &st, &ignored) == 0) {
-      enum coil_status s = state_status(st);
+    struct coil_error lerr;
+    if (names[i] && state_dir_open_name(root, names[i], &d, &lerr) == 0 &&
+        state_read(&d, NULL, &st, &lerr) == 0) {
+      enum coil_status s = status_of(&d, st, false);
+      bool live = s == COIL_STATUS_CREATED || s == COIL_STATUS_RUNNING;
       l[k].id = steal_ptr(st->id);
-      l[k].pid = s == COIL_STATUS_STOPPED ? 0 : st->pid;
+      l[k].pid = live ? st->pid : 0;
       l[k].status = state_status_name(s);
       l[k].bundle = steal_ptr(st->bundle);
       l[k].created = steal_ptr(st->created);
       k++;
       state_free(st);
+    } else if (names[i] && lerr.err != ENOENT) {
+      /* As runc: say which entry could not be read, list the others. */
+      log_warn("list: %s", lerr.msg);
     }
-    free(ids[i]);
+    state_dir_close(&d);
+    free(names[i]);
   }
-  free(ids);
+  free(names);
   *out = l;
   *n = k;
   return 0;

@@ -27,6 +27,8 @@ int id_validate(const char *id, struct coil_error *err) {
   return 0;
 }
 
+#define HASHED_PREFIX "coil-id="
+
 static uint64_t fnv1a64(const char *s, uint64_t h) {
   for (; *s; s++) {
     h ^= (unsigned char)*s;
@@ -42,7 +44,16 @@ void id_dirname(const char *id, char out[COIL_ID_DIRNAME_MAX]) {
   }
   /* Two FNV-1a passes with different offsets: ids are chosen by the
    * caller, not an adversary, so collisions need only be improbable. */
-  snprintf(out, COIL_ID_DIRNAME_MAX, "coil-id-%016llx%016llx",
+  snprintf(out, COIL_ID_DIRNAME_MAX, HASHED_PREFIX "%016llx%016llx",
            (unsigned long long)fnv1a64(id, 0xcbf29ce484222325ULL),
            (unsigned long long)fnv1a64(id, 0x84222325cbf29ce4ULL));
+}
+
+bool id_is_dirname(const char *name) {
+  size_t len = strlen(name), plen = strlen(HASHED_PREFIX);
+  if (strncmp(name, HASHED_PREFIX, plen) == 0)
+    return len == plen + 32 &&
+           strspn(name + plen, "0123456789abcdef") == len - plen;
+  struct coil_error ignored;
+  return len < COIL_ID_DIRNAME_MAX && id_validate(name, &ignored) == 0;
 }

@@ -3,27 +3,19 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 
 #include "cleanup.h"
-#include "id.h"
-
-char *state_path(const char *root, const char *id, const char *name) {
-  char *p = NULL;
-  char dir[COIL_ID_DIRNAME_MAX];
-  id_dirname(id, dir);
-  if (asprintf(&p, "%s/%s%s%s", root, dir, name ? "/" : "", name ? name : "") <
-      0)
-    return NULL;
-  return p;
-}
+#include "readall.h"
 
 static int mkdir_p(const char *path, mode_t mode, struct coil_error *err) {
   cleanup_free char *copy = strdup(path);
@@ -42,92 +34,202 @@ static int mkdir_p(const char *path, mode_t mode, struct coil_error *err) {
   return 0;
 }
 
-static int lock_dir(int fd, const char *path, struct coil_error *err) {
+static int lock_dir(int fd, const char *what, struct coil_error *err) {
   while (flock(fd, LOCK_EX) < 0)
     if (errno != EINTR)
-      return coil_error_sys(err, errno, "lock %s", path);
+      return coil_error_sys(err, errno, "lock %s", what);
   return 0;
 }
 
-int state_dir_create(const char *root, const char *id, int *dirfd,
+/* Someone else's directory, or one others may write to, could hold a
+ * planted state: a pid to kill, cgroups to remove, hooks to run as us. */
+static int check_trusted(int fd, const char *what, const char *path,
+                         struct coil_error *err) {
+  struct stat sb;
+  if (fstat(fd, &sb) < 0)
+    return coil_error_sys(err, errno, "%s %s: stat", what, path);
+  if (!S_ISDIR(sb.st_mode))
+    return coil_error_set(err, ENOTDIR, "%s %s: not a directory", what, path);
+  if (sb.st_uid != geteuid())
+    return coil_error_set(err, EPERM,
+                          "%s %s: owned by uid %u, not by the caller (uid %u): "
+                          "refusing to trust its state",
+                          what, path, (unsigned)sb.st_uid, (unsigned)geteuid());
+  if (sb.st_mode & (S_IWGRP | S_IWOTH))
+    return coil_error_set(err, EPERM,
+                          "%s %s: writable by group or others (mode %04o): "
+                          "refusing to trust its state",
+                          what, path, (unsigned)(sb.st_mode & 07777));
+  return 0;
+}
+
+/* Opens (with create, first makes) the state root. A missing root is ENOENT
+ * "container ... does not exist" for id, or plain ENOENT without one. */
+static int open_root(const char *root, bool create, const char *id, int *out,
                      struct coil_error *err) {
-  if (mkdir_p(root, 0700, err) < 0)
-    return coil_error_prefix(err, "state root");
-  cleanup_free char *dir = state_path(root, id, NULL);
-  if (!dir)
-    return coil_error_sys(err, ENOMEM, "state path");
-  if (mkdir(dir, 0700) < 0) {
-    if (errno == EEXIST)
-      return coil_error_set(err, EEXIST, "container \"%s\" already exists", id);
-    return coil_error_sys(err, errno, "mkdir %s", dir);
-  }
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (create && mkdir_p(root, 0700, err) < 0)
+    return coil_error_prefix(err, "--root");
+  int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
-    int e = errno;
-    rmdir(dir);
-    return coil_error_sys(err, e, "open %s", dir);
-  }
-  if (lock_dir(fd, dir, err) < 0) {
-    close(fd);
-    rmdir(dir);
-    return -1;
-  }
-  *dirfd = fd;
-  return 0;
-}
-
-int state_dir_open(const char *root, const char *id, int *dirfd,
-                   struct coil_error *err) {
-  cleanup_free char *dir = state_path(root, id, NULL);
-  if (!dir)
-    return coil_error_sys(err, ENOMEM, "state path");
-  cleanup_close int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT)
+    if (errno == ENOENT && id)
       return coil_error_set(err, ENOENT, "container \"%s\" does not exist", id);
-    return coil_error_sys(err, errno, "open %s", dir);
+    return coil_error_sys(err, errno, "--root %s", root);
   }
-  if (lock_dir(fd, dir, err) < 0)
+  if (check_trusted(fd, "--root", root, err) < 0) {
+    close(fd);
     return -1;
-  /* A concurrent delete may have removed it while we waited for the lock. */
-  if (faccessat(fd, "state.json", F_OK, 0) < 0)
-    return coil_error_set(err, ENOENT, "container \"%s\" does not exist", id);
-  *dirfd = steal_fd(fd);
+  }
+  *out = fd;
   return 0;
 }
 
-int state_dir_remove(const char *root, const char *id, struct coil_error *err) {
-  cleanup_free char *dir = state_path(root, id, NULL);
-  if (!dir)
-    return coil_error_sys(err, ENOMEM, "state path");
-  DIR *d = opendir(dir);
-  if (!d) {
+static int open_container_dir(const char *root, struct coil_state_dir *d,
+                              const char *id, struct coil_error *err) {
+  d->fd = openat(d->root_fd, d->name,
+                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (d->fd < 0) {
     if (errno == ENOENT)
-      return 0;
-    return coil_error_sys(err, errno, "open %s", dir);
+      return coil_error_set(err, ENOENT, "container \"%s\" does not exist",
+                            id ? id : d->name);
+    return coil_error_sys(err, errno, "container directory %s/%s", root,
+                          d->name);
+  }
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/%s", root, d->name);
+  return check_trusted(d->fd, "container directory", path, err);
+}
+
+/* Empties and removes root_fd/name. */
+static int remove_dir_at(int root_fd, const char *name, const char *what,
+                         struct coil_error *err) {
+  int fd =
+      openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT ? 0 : coil_error_sys(err, errno, "open %s", what);
+  DIR *dir = fdopendir(fd);
+  if (!dir) {
+    int e = errno;
+    close(fd);
+    return coil_error_sys(err, e, "open %s", what);
   }
   struct dirent *de;
-  while ((de = readdir(d))) {
+  while ((de = readdir(dir))) {
     if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
       continue;
-    if (unlinkat(dirfd(d), de->d_name, 0) < 0 && errno != ENOENT) {
+    if (unlinkat(fd, de->d_name, 0) < 0 && errno != ENOENT) {
       int e = errno;
-      closedir(d);
-      return coil_error_sys(err, e, "remove %s/%s", dir, de->d_name);
+      closedir(dir);
+      return coil_error_sys(err, e, "remove %s/%s", what, de->d_name);
     }
   }
-  closedir(d);
-  if (rmdir(dir) < 0 && errno != ENOENT)
-    return coil_error_sys(err, errno, "rmdir %s", dir);
+  closedir(dir);
+  if (unlinkat(root_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+    return coil_error_sys(err, errno, "rmdir %s", what);
   return 0;
+}
+
+int state_dir_create(const char *root, const char *id,
+                     const struct coil_state *initial, struct coil_state_dir *d,
+                     struct coil_error *err) {
+  *d = (struct coil_state_dir)COIL_STATE_DIR_INIT;
+  if (open_root(root, true, NULL, &d->root_fd, err) < 0)
+    return -1;
+  id_dirname(id, d->name);
+  /* Set up under a name no id can have, then renamed into place: a reader
+   * never sees the directory without its state file or its lock. */
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  char tmp[64];
+  snprintf(tmp, sizeof tmp, "~creating.%d.%lld.%ld", (int)getpid(),
+           (long long)ts.tv_sec, ts.tv_nsec);
+  if (mkdirat(d->root_fd, tmp, 0700) < 0) {
+    coil_error_sys(err, errno, "mkdir %s/%s", root, tmp);
+    state_dir_close(d);
+    return -1;
+  }
+  d->fd =
+      openat(d->root_fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (d->fd < 0)
+    coil_error_sys(err, errno, "open %s/%s", root, tmp);
+  if (d->fd < 0 || lock_dir(d->fd, tmp, err) < 0 ||
+      state_write(d->fd, initial, err) < 0)
+    goto undo;
+  if (renameat2(d->root_fd, tmp, d->root_fd, d->name, RENAME_NOREPLACE) < 0) {
+    if (errno == EEXIST || errno == ENOTEMPTY)
+      coil_error_set(err, EEXIST, "container \"%s\" already exists", id);
+    else
+      coil_error_sys(err, errno, "rename %s/%s", root, tmp);
+    goto undo;
+  }
+  return 0;
+
+undo:;
+  struct coil_error ignored;
+  remove_dir_at(d->root_fd, tmp, tmp, &ignored);
+  state_dir_close(d);
+  return -1;
+}
+
+int state_dir_open(const char *root, const char *id, bool lock,
+                   struct coil_state_dir *d, struct coil_error *err) {
+  *d = (struct coil_state_dir)COIL_STATE_DIR_INIT;
+  id_dirname(id, d->name);
+  if (open_root(root, false, id, &d->root_fd, err) < 0 ||
+      open_container_dir(root, d, id, err) < 0)
+    goto fail;
+  if (!lock)
+    return 0;
+  if (lock_dir(d->fd, d->name, err) < 0)
+    goto fail;
+  /* A concurrent delete may have removed it while we waited for the lock. */
+  if (faccessat(d->fd, "state.json", F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
+    coil_error_set(err, ENOENT, "container \"%s\" does not exist", id);
+    goto fail;
+  }
+  return 0;
+
+fail:
+  state_dir_close(d);
+  return -1;
+}
+
+int state_dir_open_name(const char *root, const char *name,
+                        struct coil_state_dir *d, struct coil_error *err) {
+  *d = (struct coil_state_dir)COIL_STATE_DIR_INIT;
+  snprintf(d->name, sizeof d->name, "%s", name);
+  if (open_root(root, false, NULL, &d->root_fd, err) < 0 ||
+      open_container_dir(root, d, NULL, err) < 0) {
+    state_dir_close(d);
+    return -1;
+  }
+  return 0;
+}
+
+int state_dir_remove(struct coil_state_dir *d, struct coil_error *err) {
+  return remove_dir_at(d->root_fd, d->name, d->name, err);
+}
+
+void state_dir_close(struct coil_state_dir *d) {
+  if (d->fd >= 0)
+    close(d->fd);
+  if (d->root_fd >= 0)
+    close(d->root_fd);
+  d->fd = d->root_fd = -1;
+}
+
+bool state_dir_busy(const struct coil_state_dir *d) {
+  if (flock(d->fd, LOCK_SH | LOCK_NB) < 0)
+    return errno == EWOULDBLOCK;
+  flock(d->fd, LOCK_UN);
+  return false;
 }
 
 int state_write_file(int dirfd, const char *name, const char *buf, size_t len,
                      struct coil_error *err) {
   char tmp[256];
   snprintf(tmp, sizeof tmp, ".%s.tmp", name);
-  cleanup_close int fd =
-      openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  cleanup_close int fd = openat(
+      dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0)
     return coil_error_sys(err, errno, "create %s", tmp);
   size_t off = 0;
@@ -182,6 +284,11 @@ int state_write(int dirfd, const struct coil_state *st,
   yajl_gen_string(g, (const unsigned char *)"started", 7);
   yajl_gen_bool(g, st->started);
   gen_str(g, "cgroup", st->cgroup);
+  if (st->creating) {
+    yajl_gen_string(g, (const unsigned char *)"creating", 8);
+    yajl_gen_bool(g, 1);
+    gen_str(g, "cgroupPlanned", st->cgroup_planned);
+  }
   yajl_gen_map_close(g);
   const unsigned char *buf;
   size_t len;
@@ -198,25 +305,36 @@ static char *tree_str(yajl_val root, const char *key) {
   return s ? strdup(s) : NULL;
 }
 
-int state_read(const char *root, const char *id, struct coil_state **out,
-               struct coil_error *err) {
-  cleanup_free char *path = state_path(root, id, "state.json");
-  if (!path)
-    return coil_error_sys(err, ENOMEM, "state path");
-  cleanup_fclose FILE *f = fopen(path, "re");
-  if (!f) {
-    if (errno == ENOENT)
-      return coil_error_set(err, ENOENT, "container \"%s\" does not exist", id);
-    return coil_error_sys(err, errno, "open %s", path);
+int state_read_file(int dirfd, const char *name, char **buf, size_t *len,
+                    struct coil_error *err) {
+  cleanup_close int fd =
+      openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return coil_error_sys(err, errno, "open %s", name);
+  struct stat sb;
+  if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
+    return coil_error_set(err, EINVAL, "%s: not a regular file", name);
+  if (read_all(fd, 1 << 22, false, buf, len, err) < 0)
+    return coil_error_prefix(err, "%s", name);
+  return 0;
+}
+
+int state_read(const struct coil_state_dir *d, const char *id,
+               struct coil_state **out, struct coil_error *err) {
+  cleanup_free char *buf = NULL;
+  size_t len;
+  if (state_read_file(d->fd, "state.json", &buf, &len, err) < 0) {
+    if (err->err == ENOENT)
+      return coil_error_set(err, ENOENT, "container \"%s\" does not exist",
+                            id ? id : d->name);
+    return -1;
   }
-  char buf[65536];
-  size_t len = fread(buf, 1, sizeof buf - 1, f);
-  buf[len] = '\0';
   char ebuf[256];
   yajl_val tree = yajl_tree_parse(buf, ebuf, sizeof ebuf);
   if (!tree || !YAJL_IS_OBJECT(tree)) {
     yajl_tree_free(tree);
-    return coil_error_set(err, EINVAL, "%s: corrupt state file", path);
+    return coil_error_set(err, EINVAL, "%s/state.json: corrupt state file",
+                          d->name);
   }
   struct coil_state *st = calloc(1, sizeof *st);
   if (!st) {
@@ -228,6 +346,7 @@ int state_read(const char *root, const char *id, struct coil_state **out,
   st->rootfs = tree_str(tree, "rootfs");
   st->created = tree_str(tree, "created");
   st->cgroup = tree_str(tree, "cgroup");
+  st->cgroup_planned = tree_str(tree, "cgroupPlanned");
   const char *pid_path[] = {"pid", NULL};
   yajl_val v = yajl_tree_get(tree, pid_path, yajl_t_number);
   st->pid = v && YAJL_IS_INTEGER(v) ? (pid_t)YAJL_GET_INTEGER(v) : 0;
@@ -235,10 +354,21 @@ int state_read(const char *root, const char *id, struct coil_state **out,
   st->pid_start = start ? strtoull(start, NULL, 10) : 0;
   const char *started_path[] = {"started", NULL};
   st->started = YAJL_IS_TRUE(yajl_tree_get(tree, started_path, yajl_t_true));
+  const char *creating_path[] = {"creating", NULL};
+  st->creating = YAJL_IS_TRUE(yajl_tree_get(tree, creating_path, yajl_t_true));
   yajl_tree_free(tree);
   if (!st->id || !st->bundle) {
     state_free(st);
-    return coil_error_set(err, EINVAL, "%s: corrupt state file", path);
+    return coil_error_set(err, EINVAL, "%s/state.json: corrupt state file",
+                          d->name);
+  }
+  /* The directory must be this id's: another id's state is not ours. */
+  char name[COIL_ID_DIRNAME_MAX];
+  id_dirname(st->id, name);
+  if ((id && strcmp(st->id, id) != 0) || strcmp(name, d->name) != 0) {
+    state_free(st);
+    return coil_error_set(err, ENOENT, "container \"%s\" does not exist",
+                          id ? id : d->name);
   }
   *out = st;
   return 0;
@@ -250,6 +380,7 @@ void state_free(struct coil_state *st) {
   free(st->rootfs);
   free(st->created);
   free(st->cgroup);
+  free(st->cgroup_planned);
   free(st);
 }
 
@@ -282,13 +413,6 @@ unsigned long long state_pid_start_time(pid_t pid) {
   return strtoull(p, NULL, 10);
 }
 
-enum coil_status state_status(const struct coil_state *st) {
-  unsigned long long now = state_pid_start_time(st->pid);
-  if (now == 0 || now != st->pid_start)
-    return COIL_STATUS_STOPPED;
-  return st->started ? COIL_STATUS_RUNNING : COIL_STATUS_CREATED;
-}
-
 const char *state_status_name(enum coil_status s) {
   switch (s) {
   case COIL_STATUS_CREATING:
@@ -307,35 +431,35 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int state_list(const char *root, char ***ids, size_t *n,
+int state_list(const char *root, char ***names, size_t *n,
                struct coil_error *err) {
-  *ids = NULL;
+  *names = NULL;
   *n = 0;
-  DIR *d = opendir(root);
+  int root_fd;
+  if (open_root(root, false, NULL, &root_fd, err) < 0)
+    return err->err == ENOENT ? 0 : -1;
+  DIR *d = fdopendir(root_fd);
   if (!d) {
-    if (errno == ENOENT)
-      return 0;
-    return coil_error_sys(err, errno, "open %s", root);
+    int e = errno;
+    close(root_fd);
+    return coil_error_sys(err, e, "open %s", root);
   }
   struct dirent *de;
   size_t cap = 0;
   while ((de = readdir(d))) {
-    struct coil_error ignored;
-    if (id_validate(de->d_name, &ignored) < 0)
-      continue;
-    if (faccessat(dirfd(d), de->d_name, F_OK, 0) < 0)
+    if (!id_is_dirname(de->d_name))
       continue;
     if (*n == cap) {
       cap = cap ? cap * 2 : 16;
-      char **grown = realloc(*ids, cap * sizeof **ids);
+      char **grown = realloc(*names, cap * sizeof **names);
       if (!grown)
         break;
-      *ids = grown;
+      *names = grown;
     }
-    (*ids)[(*n)++] = strdup(de->d_name);
+    (*names)[(*n)++] = strdup(de->d_name);
   }
   closedir(d);
   if (*n)
-    qsort(*ids, *n, sizeof **ids, cmp_str);
+    qsort(*names, *n, sizeof **names, cmp_str);
   return 0;
 }

@@ -63,10 +63,14 @@ int sysctl_validate(const struct coil_linux *l, struct coil_error *err) {
     if (!ns)
       return coil_error_set(
           err, EPERM, "linux.sysctl.%s: not a namespaced sysctl, refused", key);
-    if (!namespaces_has(l, ns))
-      return coil_error_set(
-          err, EPERM, "linux.sysctl.%s: needs the container's own %s namespace",
-          key, ns_name(ns));
+    /* A namespace joined by path is someone else's (perhaps the host's):
+     * its settings are not the container's to change. */
+    if (!namespaces_wants_new(l, ns))
+      return coil_error_set(err, EPERM,
+                            "linux.sysctl.%s: needs a %s namespace created for "
+                            "the container (linux.namespaces has none, or "
+                            "joins one by path)",
+                            key, ns_name(ns));
   }
   return 0;
 }

@@ -1,5 +1,6 @@
-/* linux.sysctl: only namespaced keys, and only when the container has its
- * own namespace for them (as runc enforces). */
+/* linux.sysctl: only namespaced keys, and only when coil creates the
+ * namespace they belong to (not one shared with the host or joined by path,
+ * which belong to someone else). */
 #ifndef COIL_SYSCTL_H
 #define COIL_SYSCTL_H
 

@@ -653,6 +653,46 @@ static void test_hybrid(void) {
      "hybrid: hugepageLimits without hugetlb: %s", err.msg);
 }
 
+/* The plan recorded before a create names exactly what the create makes,
+ * touches nothing, and destroying it when nothing was made is harmless. */
+static void test_plan(void) {
+  struct coil_cgroup_env env = hybrid_tree(false);
+  const char *fs = env.fs_root;
+  struct coil_resources r = mem_cpu_limits(0, 512);
+  struct coil_cgroup *plan = NULL, *cg = NULL;
+  struct coil_error err = {0};
+  int rc = cgroup_plan(&env, NULL, "p1", &r, &plan, &err);
+  ok(rc == 0, "plan: relative (%s)", rc ? err.msg : "ok");
+  if (rc)
+    return;
+  ok(!exists(pf("%s/memory/mem/x/coil", fs)), "plan: makes no directory");
+  ok(cgroup_destroy(plan, &err) == 0, "plan: destroying a plan not made");
+  rc = cgroup_create(&env, NULL, "p1", &r, &cg, &err);
+  char *planned = cgroup_serialize(plan);
+  char *made = rc == 0 ? cgroup_serialize(cg) : NULL;
+  ok(planned && made && strcmp(planned, made) == 0,
+     "plan: names what create makes: %s", planned ? planned : "-");
+  free(made);
+  free(planned);
+  if (rc == 0) {
+    ok(cgroup_destroy(plan, &err) == 0 &&
+           !exists(pf("%s/memory/mem/x/coil", fs)),
+       "plan: destroying it removes what create made");
+    cgroup_free(cg);
+  }
+  cgroup_free(plan);
+
+  rc = cgroup_plan(&env, "/abs/p2", "ignored", NULL, &plan, &err);
+  planned = rc == 0 ? cgroup_serialize(plan) : NULL;
+  ok(has(planned, ":0:") && has(planned, "/memory/abs/p2"),
+     "plan: absolute path, owning only its last level: %s",
+     planned ? planned : err.msg);
+  free(planned);
+  cgroup_free(plan);
+  ok(cgroup_plan(&env, "a/../..", "id", NULL, &plan, &err) < 0,
+     "plan: checks the path as create does: %s", err.msg);
+}
+
 /* Below this process's own cgroups on the real host, cleaned up after. */
 static void test_real(void) {
   if (geteuid() != 0 || (access("/sys/fs/cgroup/cgroup.controllers", F_OK) &&
@@ -747,6 +787,7 @@ int main(void) {
   test_v2_values();
   test_v2_errors();
   test_hybrid();
+  test_plan();
   test_real();
   rm_rf(tmp);
   return tap_done();

@@ -29,6 +29,30 @@ static void test_ids(void) {
      "%d-byte id refused", COIL_ID_MAX + 1);
 }
 
+/* A long id's directory name is no valid id, so a short id cannot alias
+ * another container's state directory or cgroup. */
+static void test_dirnames(void) {
+  struct coil_error err;
+  char out[COIL_ID_DIRNAME_MAX];
+  id_dirname("abc", out);
+  is_str(out, "abc", "a short id is its own directory name");
+  ok(id_is_dirname("abc"), "a short id is a directory name");
+  char long_id[COIL_ID_MAX + 1];
+  memset(long_id, 'x', COIL_ID_MAX);
+  long_id[COIL_ID_MAX] = '\0';
+  id_dirname(long_id, out);
+  ok(strlen(out) < COIL_ID_DIRNAME_MAX && strcmp(out, long_id) != 0,
+     "a long id is hashed: %s", out);
+  ok(id_validate(out, &err) < 0, "the hashed name is not a valid id");
+  ok(id_is_dirname(out), "the hashed name is a directory name");
+  char other[COIL_ID_DIRNAME_MAX];
+  long_id[0] = 'y';
+  id_dirname(long_id, other);
+  ok(strcmp(out, other) != 0, "different long ids, different names");
+  ok(!id_is_dirname("coil-id=xyz"), "a malformed hashed name is not one");
+  ok(!id_is_dirname(".."), "\"..\" is not a directory name");
+}
+
 static void test_signals(void) {
   struct coil_error err;
   struct {
@@ -68,6 +92,7 @@ static void test_signals(void) {
 
 int main(void) {
   test_ids();
+  test_dirnames();
   test_signals();
   return tap_done();
 }
