@@ -36,8 +36,9 @@ static const int terminating[] = {SIGINT,  SIGTERM, SIGHUP,
 
 /* A limit or signal that ends the run, from a signal handler: only
  * async-signal-safe calls, with the text prepared before the handler is
- * installed. Handler mode answers with an envelope on fd 1, script mode
- * with one `coil: TYPE: message` line on stderr. */
+ * installed, and only write and exit_group, which lockdown stage 2 allows.
+ * Handler mode answers with an envelope on fd 1, script mode with one
+ * `coil: TYPE: message` line on stderr. */
 static void report_raw(const char *type, const char *message) {
   if (handler_mode) {
     protocol_write_error_raw(OUT_FD, type, message);
