@@ -296,10 +296,15 @@ static int run_container(const struct global_opts *g,
   }
   struct coil_error err = {0};
   pid_t pid;
-  if (container_create(o, &pid, &err) < 0)
+  if (container_create(o, &pid, &err) < 0) {
+    if (py->active)
+      python_setup_failed(STDOUT_FILENO, &py->ctx, err.msg);
     return fail(&err, EXIT_COIL_FAILED);
+  }
   if (container_start(g->root, o->id, &err) < 0) {
     log_error("%s", err.msg);
+    if (py->active)
+      python_setup_failed(STDOUT_FILENO, &py->ctx, err.msg);
     struct coil_error derr;
     if (container_delete(g->root, o->id, true, &derr) < 0)
       log_error("%s", derr.msg);

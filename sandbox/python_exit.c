@@ -124,3 +124,10 @@ void python_classify(const struct python_ctx *c, const char *id,
 void python_verdict_envelope(int fd, const struct python_verdict *v) {
   protocol_write_error_raw(fd, v->type, v->message);
 }
+
+void python_setup_failed(int fd, const struct python_ctx *c, const char *msg) {
+  if (!c->entry)
+    return;
+  struct protocol_failure f = {.type = "Exception", .message = msg};
+  protocol_write_error(fd, &f, NULL, 0);
+}

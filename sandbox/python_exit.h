@@ -38,4 +38,9 @@ void python_classify(const struct python_ctx *c, const char *id,
 /* Writes the envelope of a verdict with envelope set. */
 void python_verdict_envelope(int fd, const struct python_verdict *v);
 
+/* Setting the sandbox up failed after the bundle was prepared (create or
+ * start, with the message coil logs): a handler-mode caller still gets an
+ * envelope. Writes nothing in script mode. */
+void python_setup_failed(int fd, const struct python_ctx *c, const char *msg);
+
 #endif

@@ -178,6 +178,22 @@ def test_python_privdrop_rlimits_before_caps():
         "rlimits set after the privileges were gone:\n" + "\n".join(mine)
 
 
+def test_python_privdrop_bad_cwd_fails_setup_with_envelope():
+    # process.cwd counts in Python mode (it was ignored): a directory that
+    # does not exist fails the setup, named, and a handler still gets an
+    # envelope.
+    def edit(cfg):
+        cfg["process"]["cwd"] = "/nonexistent"
+    r = harness.coil("py", "--bundle", bundle(edit=edit), "--entry", "handle",
+                     "--request", "{}", "-c", "def handle(r): return 1",
+                     root=harness.new_root())
+    env = envelope(r.stdout)
+    err = (env or {}).get("error") or {}
+    assert r.returncode == 125 and err.get("type") == "Exception" and \
+        "process.cwd" in err.get("message", "") and \
+        "process.cwd" in r.stderr, describe(r)
+
+
 # ----------------------------------------------------------------- signals
 
 def start(args, stdin=None):
