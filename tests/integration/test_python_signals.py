@@ -355,7 +355,7 @@ def handle(request):
 
 def script(code, b=None, extra=()):
     return harness.coil("py", "--bundle", b or DEFAULT_BUNDLE, *extra, "-c",
-                        code, root=harness.new_root(), timeout=60)
+                        code, root=harness.new_root(), timeout=120)
 
 
 def expect_script_limit(r, rc, etype):
@@ -370,14 +370,17 @@ def expect_script_limit(r, rc, etype):
 
 def test_python_script_mode_limits_on_stderr_only():
     bad = []
+    # A long wall clock where another limit must end the run, so a loaded
+    # host cannot turn it into a Timeout.
+    slow = ("--timeout", "60")
     cases = (
         ("Timeout", 124, "while True:\n    pass\n", bundle(), ("--timeout", "1")),
-        ("CpuLimit", 137, "while True:\n    pass\n", None, ()),
-        ("MemoryLimit", 137, "s = 'a' * 10**10\n", None, ()),
+        ("CpuLimit", 137, "while True:\n    pass\n", None, slow),
+        ("MemoryLimit", 137, "s = 'a' * 10**10\n", None, slow),
         ("MemoryLimit", 137, "x = []\nwhile True:\n    x.append([0] * 4096)\n",
-         None, ("--memory", "32m")),
+         None, slow + ("--memory", "32m")),
         ("OutputLimit", 1, "for i in range(200000):\n    print('x' * 19)\n",
-         None, ()),
+         None, slow),
     )
     for etype, rc, code, b, extra in cases:
         r = script(code, b, extra)
