@@ -43,9 +43,11 @@ int cmd_py(const struct global_opts *g, int argc, char **argv);
 int cmd_check(const struct global_opts *g, int argc, char **argv);
 
 struct coil_create_opts;
-/* create + start + wait + delete, shared by run and py. */
+struct coil_py_override;
+/* create + start + wait + delete, shared by run and py (ov: py's changes to
+ * a Python bundle, or NULL). */
 int cmd_run_container(const struct global_opts *g, struct coil_create_opts *o,
-                      bool detach);
+                      const struct coil_py_override *ov, bool detach);
 
 /* Prints the command's help to stdout. */
 void cmd_print_help(const struct command *c);

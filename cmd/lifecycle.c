@@ -18,7 +18,8 @@
 #include "container.h"
 #include "deadline.h"
 #include "log.h"
-#include "protocol.h"
+#include "python_exit.h"
+#include "python_setup.h"
 #include "signals.h"
 
 struct create_args {
@@ -98,13 +99,26 @@ static int fail(const struct coil_error *err, int code) {
   return code;
 }
 
+/* Python sandbox mode is the payload coil offers every bundle: it takes
+ * over those with a sandbox.python section. */
+static void offer_python(struct coil_create_opts *o, struct python_setup *py,
+                         const struct coil_py_override *ov) {
+  *py = (struct python_setup){.ov = ov};
+  o->prepare = python_setup_prepare;
+  o->prepare_arg = py;
+}
+
 int cmd_create(const struct global_opts *g, int argc, char **argv) {
   struct create_args a = {.o.root = g->root};
   if (parse_create_args("create", argc, argv, &a, false) != 0)
     return EXIT_ERR;
+  struct python_setup py;
+  offer_python(&a.o, &py, NULL);
   struct coil_error err = {0};
   pid_t pid;
-  if (container_create(&a.o, &pid, &err) < 0)
+  int r = container_create(&a.o, &pid, &err);
+  python_setup_free(&py);
+  if (r < 0)
     return fail(&err, EXIT_ERR);
   return EXIT_OK;
 }
@@ -123,10 +137,16 @@ int cmd_start(const struct global_opts *g, int argc, char **argv) {
 static const int forwarded[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
                                 SIGUSR1, SIGUSR2, SIGWINCH};
 
+/* How long a Python sandbox may outlive a forwarded signal that ends the
+ * run before coil kills it: its handler exits at once, this is a backstop. */
+#define SIGNAL_BACKSTOP_MS 500
+
 struct waited {
   int status;
   struct rusage ru;
   bool watchdog;  /* the parent's wall-clock kill fired */
+  int forwarded;  /* the last forwarded signal that ends a Python run */
+  bool backstop;  /* killed after outliving it */
   size_t relayed; /* bytes relayed from the container's fd 1 */
   char head[512]; /* the first relayed bytes: the envelope's error type */
 };
@@ -158,26 +178,48 @@ static void relay_once(int *fd, struct waited *w) {
  * checked this often. */
 #define WAIT_CHECK_MS 10
 
+/* Passes sig on to init; in Python mode a signal that ends the run also
+ * arms the backstop, in case the sandbox does not obey it. */
+static void forward_signal(pid_t pid, int sig, bool python, struct waited *w,
+                           long long *backstop) {
+  kill(pid, sig);
+  if (python && python_signal_ends_run(sig)) {
+    w->forwarded = sig;
+    if (*backstop == DEADLINE_NONE)
+      *backstop = deadline_after_ms(deadline_now_ms(), SIGNAL_BACKSTOP_MS);
+  }
+}
+
 /* Waits for init, forwarding signals, relaying its fd 1 when piped, and
- * killing it when the watchdog (timeout_ms > 0) runs out. A failing poll
- * kills init rather than leaving it unwatched. */
+ * killing it when the watchdog (timeout_ms > 0) runs out or, with
+ * python set, when it outlives a forwarded signal that ends the run. A
+ * failing poll kills init rather than leaving it unwatched. */
 static void wait_container(pid_t pid, const sigset_t *set, int relay_fd,
-                           long long timeout_ms, struct waited *w) {
+                           long long timeout_ms, bool python,
+                           struct waited *w) {
   cleanup_close int sfd = signalfd(-1, set, SFD_CLOEXEC);
   cleanup_close int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
   long long deadline = deadline_after_ms(deadline_now_ms(), timeout_ms);
+  long long backstop = DEADLINE_NONE;
   bool exited = false;
   while (!exited || relay_fd >= 0) {
     struct pollfd pf[3] = {{.fd = exited ? -1 : pidfd, .events = POLLIN},
                            {.fd = sfd, .events = POLLIN},
                            {.fd = relay_fd, .events = POLLIN}};
+    long long next = backstop != DEADLINE_NONE &&
+                             (deadline == DEADLINE_NONE || backstop < deadline)
+                         ? backstop
+                         : deadline;
     int cap = !exited && (pidfd < 0 || sfd < 0) ? WAIT_CHECK_MS : -1;
-    int wait_ms = deadline_slice_ms(exited ? DEADLINE_NONE : deadline,
+    int wait_ms = deadline_slice_ms(exited ? DEADLINE_NONE : next,
                                     deadline_now_ms(), cap);
-    if (!exited && deadline >= 0 && wait_ms == 0) {
+    if (!exited && next != DEADLINE_NONE && wait_ms == 0) {
       kill(pid, SIGKILL);
-      w->watchdog = true;
-      deadline = DEADLINE_NONE;
+      if (next == backstop)
+        w->backstop = true;
+      else
+        w->watchdog = true;
+      deadline = backstop = DEADLINE_NONE;
       continue;
     }
     if (poll(pf, 3, wait_ms) < 0 && errno != EINTR) {
@@ -190,14 +232,14 @@ static void wait_container(pid_t pid, const sigset_t *set, int relay_fd,
     if (pf[1].revents & POLLIN) {
       struct signalfd_siginfo si;
       if (read(sfd, &si, sizeof si) == sizeof si && !exited)
-        kill(pid, (int)si.ssi_signo);
+        forward_signal(pid, (int)si.ssi_signo, python, w, &backstop);
     }
     if (sfd < 0) {
       const struct timespec now = {0, 0};
       int sig;
       while ((sig = sigtimedwait(set, NULL, &now)) > 0)
         if (!exited)
-          kill(pid, sig);
+          forward_signal(pid, sig, python, w, &backstop);
     }
     if (pf[2].revents & (POLLIN | POLLHUP))
       relay_once(&relay_fd, w);
@@ -212,73 +254,41 @@ static void wait_container(pid_t pid, const sigset_t *set, int relay_fd,
       ;
 }
 
-/* The sandbox died without answering: say why, as an envelope in handler
- * mode, and pick the exit code (DESIGN.md). */
-static int report_silent_death(const char *id,
-                               const struct coil_python_info *info,
-                               const struct coil_limit_report *lim,
-                               const struct waited *w) {
-  const char *type = "Exception";
-  char msg[256];
-  int code = EXIT_COIL_FAILED;
-  double cpu = (double)w->ru.ru_utime.tv_sec + (double)w->ru.ru_stime.tv_sec +
-               (double)(w->ru.ru_utime.tv_usec + w->ru.ru_stime.tv_usec) / 1e6;
-  if (WIFSIGNALED(w->status)) {
-    int sig = WTERMSIG(w->status);
-    code = 128 + sig;
-    if (w->watchdog) {
-      type = "Timeout";
-      code = EXIT_TIMEOUT;
-      snprintf(msg, sizeof msg, "wall-clock limit of %d s reached",
-               info->timeout);
-    } else if (sig == SIGKILL && lim->oom_killed) {
-      type = "MemoryLimit";
-      snprintf(msg, sizeof msg,
-               "memory limit reached (killed by the OOM killer)");
-    } else if (sig == SIGKILL && info->cpu_limit && cpu >= info->cpu_limit) {
-      type = "CpuLimit";
-      snprintf(msg, sizeof msg, "CPU time limit of %d s reached",
-               info->cpu_limit);
-    } else if (sig == SIGSYS) {
-      snprintf(msg, sizeof msg,
-               "killed by seccomp: a system call outside the "
-               "sandbox's allowlist");
-    } else {
-      snprintf(msg, sizeof msg, "sandbox killed by signal %d", sig);
-    }
-  } else {
-    snprintf(msg, sizeof msg, "sandbox exited with status %d before answering",
-             WEXITSTATUS(w->status));
-  }
-  if (info->handler)
-    protocol_write_error_raw(STDOUT_FILENO, type, msg);
-  log_error("container \"%s\": %s: %s", id, type, msg);
-  return code;
+/* A Python run's verdict (sandbox/python_exit.c), printed. */
+static int python_exit_code(const char *id, const struct python_setup *py,
+                            const struct coil_limit_report *lim,
+                            const struct waited *w) {
+  struct python_end e = {
+      .status = w->status,
+      .cpu_seconds =
+          (double)w->ru.ru_utime.tv_sec + (double)w->ru.ru_stime.tv_sec +
+          (double)(w->ru.ru_utime.tv_usec + w->ru.ru_stime.tv_usec) / 1e6,
+      .watchdog = w->watchdog,
+      .forwarded = w->forwarded,
+      .backstop = w->backstop,
+      .oom_killed = lim->oom_killed,
+      .relayed = w->relayed,
+      .head = w->head};
+  struct python_verdict v;
+  python_classify(&py->ctx, id, &e, &v);
+  if (v.envelope)
+    python_verdict_envelope(STDOUT_FILENO, &v);
+  if (v.line[0])
+    log_error("%s", v.line);
+  return v.code;
 }
 
 /* The container's status as run's exit code; limits it ran into are
  * reported, so an OOM kill or a refused fork is not a mystery. */
 static int exit_code_of(const char *root, const char *id,
-                        const struct coil_python_info *info,
-                        const struct waited *w) {
+                        const struct python_setup *py, const struct waited *w) {
   struct coil_limit_report lim;
   container_limits(root, id, &lim);
   if (lim.pids_limit_hits)
     log_error("container \"%s\" reached its pids limit (%llu forks refused)",
               id, lim.pids_limit_hits);
-  if (info->python && (!info->handler || w->relayed == 0) &&
-      (w->watchdog || !WIFEXITED(w->status) || WEXITSTATUS(w->status) == 127))
-    return report_silent_death(id, info, &lim, w);
-  /* The sandbox answered itself: limits it ran into still go to stderr. */
-  static const char *const limit_types[] = {"Timeout", "MemoryLimit",
-                                            "CpuLimit", "OutputLimit"};
-  for (size_t i = 0;
-       info->handler && i < sizeof limit_types / sizeof limit_types[0]; i++) {
-    char quoted[32];
-    snprintf(quoted, sizeof quoted, "\"%s\"", limit_types[i]);
-    if (strstr(w->head, quoted))
-      log_error("container \"%s\": %s", id, limit_types[i]);
-  }
+  if (py->active)
+    return python_exit_code(id, py, &lim, w);
   if (WIFEXITED(w->status))
     return WEXITSTATUS(w->status);
   int sig = WTERMSIG(w->status);
@@ -289,31 +299,37 @@ static int exit_code_of(const char *root, const char *id,
   return 128 + sig;
 }
 
-int cmd_run_container(const struct global_opts *g, struct coil_create_opts *o,
-                      bool detach) {
+static int run_container(const struct global_opts *g,
+                         struct coil_create_opts *o, struct python_setup *py,
+                         bool detach) {
   /* Block the forwarded signals before init exists, so none is lost;
-   * init unblocks them just before execve. */
+   * init unblocks them when it drops its privileges. */
   sigset_t set;
   sigemptyset(&set);
   for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
     sigaddset(&set, forwarded[i]);
-  struct coil_python_info info = {.relay_fd = -1};
+  int relay_fd = -1;
   if (!detach) {
     sigprocmask(SIG_BLOCK, &set, NULL);
-    o->info = &info;
+    o->relay_fd = &relay_fd;
   }
   struct coil_error err = {0};
   pid_t pid;
-  if (container_create(o, &pid, &err) < 0)
+  if (container_create(o, &pid, &err) < 0) {
+    if (py->active)
+      python_setup_failed(STDOUT_FILENO, &py->ctx, err.msg);
     return fail(&err, EXIT_COIL_FAILED);
+  }
   if (container_start(g->root, o->id, &err) < 0) {
     log_error("%s", err.msg);
+    if (py->active)
+      python_setup_failed(STDOUT_FILENO, &py->ctx, err.msg);
     struct coil_error derr;
     if (container_delete(g->root, o->id, true, &derr) < 0)
       log_error("%s", derr.msg);
     waitpid(pid, NULL, 0);
-    if (info.relay_fd >= 0)
-      close(info.relay_fd);
+    if (relay_fd >= 0)
+      close(relay_fd);
     return EXIT_COIL_FAILED;
   }
   if (detach)
@@ -321,10 +337,11 @@ int cmd_run_container(const struct global_opts *g, struct coil_create_opts *o,
   log_debug("run %s: started", o->id);
   /* The watchdog backs up the in-guest timer: a second after it. */
   struct waited w = {0};
-  wait_container(pid, &set, info.relay_fd,
-                 info.timeout ? (info.timeout + 1) * 1000LL : 0, &w);
+  int timeout = py->active ? py->ctx.timeout : 0;
+  wait_container(pid, &set, relay_fd, timeout ? (timeout + 1) * 1000LL : 0,
+                 py->active, &w);
   log_debug("run %s: container exited", o->id);
-  int code = exit_code_of(g->root, o->id, &info, &w);
+  int code = exit_code_of(g->root, o->id, py, &w);
   if (container_delete(g->root, o->id, true, &err) < 0) {
     log_error("%s", err.msg);
     return EXIT_COIL_FAILED;
@@ -333,11 +350,20 @@ int cmd_run_container(const struct global_opts *g, struct coil_create_opts *o,
   return code;
 }
 
+int cmd_run_container(const struct global_opts *g, struct coil_create_opts *o,
+                      const struct coil_py_override *ov, bool detach) {
+  struct python_setup py;
+  offer_python(o, &py, ov);
+  int code = run_container(g, o, &py, detach);
+  python_setup_free(&py);
+  return code;
+}
+
 int cmd_run(const struct global_opts *g, int argc, char **argv) {
   struct create_args a = {.o.root = g->root};
   if (parse_create_args("run", argc, argv, &a, true) != 0)
     return EXIT_COIL_FAILED;
-  return cmd_run_container(g, &a.o, a.detach);
+  return cmd_run_container(g, &a.o, NULL, a.detach);
 }
 
 int cmd_kill(const struct global_opts *g, int argc, char **argv) {

@@ -17,6 +17,7 @@
 #include "cmd.h"
 #include "container.h"
 #include "log.h"
+#include "python_setup.h"
 #include "readall.h"
 
 #define CODE_MAX (256 << 10)
@@ -193,7 +194,7 @@ int cmd_py(const struct global_opts *g, int argc, char **argv) {
   struct coil_create_opts o = {
       .root = g->root,
       .id = id,
-      .bundle = bundle ? bundle : default_bundle(bundle_buf, sizeof bundle_buf),
-      .py = &ov};
-  return cmd_run_container(g, &o, false);
+      .bundle =
+          bundle ? bundle : default_bundle(bundle_buf, sizeof bundle_buf)};
+  return cmd_run_container(g, &o, &ov, false);
 }

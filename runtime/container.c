@@ -26,12 +26,10 @@
 #include "hooks.h"
 #include "id.h"
 #include "init.h"
-#include "layers.h"
 #include "log.h"
 #include "mountopts.h"
 #include "namespaces.h"
 #include "oci_state.h"
-#include "python_setup.h"
 #include "rlimits.h"
 #include "seccomp_profile.h"
 #include "state.h"
@@ -221,8 +219,8 @@ struct create_ctx {
   int dirfd; /* dir.fd */
   struct coil_cgroup *cg;
   pid_t pid;
-  struct python_setup *py; /* Python mode, or NULL */
-  int relay[2];            /* run's envelope pipe, or -1s */
+  const struct coil_payload *payload; /* zeroed: process.args */
+  int relay[2];                       /* run's envelope pipe, or -1s */
 };
 
 /* struct clone_args of clone3(2), from the kernel's uapi (glibc 2.36 has no
@@ -348,11 +346,11 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
                           .rlimits = rl,
                           .seccomp = sp,
                           .out_fd = x->relay[1],
-                          .skip_rootfs = x->py && !x->py->pivot,
-                          .python = x->py ? &x->py->ctx : NULL,
+                          .skip_rootfs = x->payload->no_pivot,
+                          .keep_ids_and_caps = x->payload->keep_ids_and_caps,
+                          .payload = x->payload->run,
+                          .payload_arg = x->payload->arg,
                           .cgroup_join = &join};
-    if (x->py)
-      x->py->ctx.rlimits = rl;
     close(parent_end);
     if (x->relay[0] >= 0)
       close(x->relay[0]);
@@ -400,21 +398,6 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
   return 0;
 }
 
-static void fill_python_info(struct coil_python_info *info,
-                             const struct python_setup *py,
-                             const struct coil_rlimits *rl, int relay_fd) {
-  *info = (struct coil_python_info){.relay_fd = relay_fd};
-  if (!py)
-    return;
-  info->python = true;
-  info->handler = py->ctx.entry != NULL;
-  info->timeout = py->ctx.timeout;
-  for (size_t i = 0; i < rl->n && layer_on(py->ctx.disabled, LAYER_RLIMITS);
-       i++)
-    if (rl->resource[i] == RLIMIT_CPU)
-      info->cpu_limit = (int)rl->lim[i].rlim_cur;
-}
-
 static void create_rollback(struct create_ctx *x) {
   struct coil_error ignored;
   if (x->pid > 0) {
@@ -430,8 +413,8 @@ static void create_rollback(struct create_ctx *x) {
 static int container_create_parsed(const struct coil_create_opts *o,
                                    struct coil_config *cfg, const char *raw,
                                    size_t raw_len, char *bundle, char *rootfs,
-                                   struct python_setup *py, pid_t *pid_out,
-                                   struct coil_error *err);
+                                   const struct coil_payload *payload,
+                                   pid_t *pid_out, struct coil_error *err);
 
 int container_create(const struct coil_create_opts *o, pid_t *pid_out,
                      struct coil_error *err) {
@@ -455,32 +438,21 @@ int container_create(const struct coil_create_opts *o, pid_t *pid_out,
   cleanup_free char *rootfs = NULL;
   if (resolve_rootfs(cfg, bundle, &rootfs, err) < 0)
     return -1;
-  struct python_setup py;
-  bool python = cfg->sandbox.has_python;
-  if (!python && o->py)
-    return coil_error_set(err, EINVAL,
-                          "sandbox.python: the bundle is not a Python "
-                          "sandbox bundle");
-  if (python && python_setup(cfg, bundle, rootfs, o->py, &py, err) < 0)
+  struct coil_payload payload = {0};
+  if (o->prepare &&
+      o->prepare(o->prepare_arg, cfg, bundle, rootfs, &payload, err) < 0)
     return -1;
-  int r = container_create_parsed(o, cfg, raw, raw_len, bundle, rootfs,
-                                  python ? &py : NULL, pid_out, err);
-  if (python)
-    python_setup_free(&py);
-  return r;
+  return container_create_parsed(o, cfg, raw, raw_len, bundle, rootfs, &payload,
+                                 pid_out, err);
 }
 
 static int container_create_parsed(const struct coil_create_opts *o,
                                    struct coil_config *cfg, const char *raw,
                                    size_t raw_len, char *bundle, char *rootfs,
-                                   struct python_setup *py, pid_t *pid_out,
-                                   struct coil_error *err) {
-  bool pivot = !py || py->pivot;
-  if (validate_config(cfg, o, pivot, err) < 0)
+                                   const struct coil_payload *payload,
+                                   pid_t *pid_out, struct coil_error *err) {
+  if (validate_config(cfg, o, !payload->no_pivot, err) < 0)
     return -1;
-  if (py && cfg->lnx.has_seccomp)
-    log_warn("linux.seccomp: not loaded in Python mode; coil's two-stage "
-             "filter applies");
   struct coil_caps caps;
   struct coil_rlimits rl;
   __attribute__((cleanup(seccomp_freep))) struct coil_seccomp_profile *sp =
@@ -488,14 +460,14 @@ static int container_create_parsed(const struct coil_create_opts *o,
   if (caps_parse(&cfg->process, &caps, err) < 0 ||
       rlimits_parse(&cfg->process, &rl, err) < 0 || rlimits_check(&rl, err) < 0)
     return -1;
-  if (!py && cfg->lnx.has_seccomp &&
+  if (!payload->own_seccomp && cfg->lnx.has_seccomp &&
       seccomp_profile_build(&cfg->lnx.seccomp, &sp, err) < 0)
     return -1;
 
   struct create_ctx x = {.o = o,
                          .dir = COIL_STATE_DIR_INIT,
                          .dirfd = -1,
-                         .py = py,
+                         .payload = payload,
                          .relay = {-1, -1}};
   x.cfg = cfg;
   x.bundle = bundle;
@@ -509,7 +481,7 @@ static int container_create_parsed(const struct coil_create_opts *o,
   const struct coil_resources *res =
       cfg->lnx.has_resources ? &cfg->lnx.resources : NULL;
   /* Only the cgroup layer switched off (sandbox.disable) goes without. */
-  bool cgroups = !py || layer_on(py->ctx.disabled, LAYER_CGROUP);
+  bool cgroups = !payload->no_cgroup;
   /* Until create finishes the state says "creating" and names what it is
    * about to make, so a create killed midway leaves nothing delete cannot
    * find. */
@@ -543,7 +515,8 @@ static int container_create_parsed(const struct coil_create_opts *o,
     r = cg_text ? state_write(x.dirfd, &st, err)
                 : coil_error_sys(err, ENOMEM, "cgroup state");
   }
-  if (r == 0 && py && o->info && pipe2(x.relay, O_CLOEXEC) < 0)
+  if (r == 0 && payload->relay_stdout && o->relay_fd &&
+      pipe2(x.relay, O_CLOEXEC) < 0)
     r = coil_error_sys(err, errno, "pipe");
   if (r == 0)
     r = spawn_init(&x, &caps, &rl, sp, err);
@@ -565,8 +538,8 @@ static int container_create_parsed(const struct coil_create_opts *o,
       close(x.relay[0]);
   } else {
     *pid_out = x.pid;
-    if (o->info)
-      fill_python_info(o->info, py, &rl, x.relay[0]);
+    if (o->relay_fd)
+      *o->relay_fd = x.relay[0];
   }
   if (x.cg)
     cgroup_free(x.cg);

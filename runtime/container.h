@@ -8,17 +8,7 @@
 #include <sys/types.h>
 
 #include "error.h"
-
-/* `coil py`'s changes to a Python bundle's config. */
-struct coil_py_override {
-  const char *code; /* source (NULL: sandbox.python.code of the bundle) */
-  size_t code_len;
-  const char *code_name; /* for messages */
-  const char *entry;     /* handler entry; NULL: the bundle's */
-  bool script;           /* run as a script even if the bundle names an entry */
-  int timeout;           /* seconds; 0: the bundle's */
-  long long memory;      /* bytes; 0: the bundle's */
-};
+#include "payload.h"
 
 struct coil_create_opts {
   const char *root;
@@ -26,19 +16,14 @@ struct coil_create_opts {
   const char *bundle; /* NULL = current directory */
   const char *pid_file;
   const char *console_socket;
-  const struct coil_py_override *py; /* NULL: the bundle as it is */
-  /* run/py set this: in Python mode the container's fd 1 becomes a pipe the
-   * caller relays, so it can write the envelope itself when the sandbox dies
-   * without one (OOM, CPU or wall-clock kill). */
-  struct coil_python_info *info;
-};
-
-struct coil_python_info {
-  bool python;   /* the bundle runs in Python mode */
-  bool handler;  /* handler mode (an envelope is due), not script mode */
-  int relay_fd;  /* read end of the container's fd 1, or -1 */
-  int timeout;   /* wall clock, seconds */
-  int cpu_limit; /* RLIMIT_CPU soft limit in seconds, 0 = none */
+  /* The payload offered for the bundle (Python sandbox mode), or NULL. */
+  payload_prepare_fn prepare;
+  void *prepare_arg;
+  /* run/py set this: when the payload relays stdout, the container's fd 1
+   * becomes a pipe whose read end lands here (else -1), so the caller can
+   * answer for a sandbox that dies without answering (OOM, CPU or
+   * wall-clock kill). */
+  int *relay_fd;
 };
 
 /* On success *pid is init's host pid; the caller is its parent. */

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
-#include <linux/close_range.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,16 +12,15 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cgroup.h"
 #include "cleanup.h"
+#include "fds.h"
 #include "hooks.h"
 #include "log.h"
 #include "namespaces.h"
 #include "oci_state.h"
-#include "python_mode.h"
 #include "rootfs.h"
 #include "sync.h"
 #include "sysctl.h"
@@ -30,25 +28,6 @@
 
 /* Exit status of init when setup fails before the user process exists. */
 #define INIT_FAILED 127
-
-/* Closes every fd but stdio and the ones init still needs, so no host fd
- * (the state lock, the config file, the caller's other fds) survives. */
-static void close_fds_except(const int *keep, size_t n) {
-  unsigned int from = 3;
-  for (;;) {
-    unsigned int next = ~0U;
-    for (size_t i = 0; i < n; i++)
-      if (keep[i] >= (int)from && (unsigned int)keep[i] < next)
-        next = (unsigned int)keep[i];
-    if (next == ~0U) {
-      syscall(SYS_close_range, from, ~0U, 0);
-      return;
-    }
-    if (next > from)
-      syscall(SYS_close_range, from, next - 1, 0);
-    from = next + 1;
-  }
-}
 
 static void __attribute__((noreturn))
 fail_sync(int fd, struct coil_error *err) {
@@ -115,32 +94,66 @@ static bool caps_have_sys_admin(const struct coil_caps *caps) {
          (caps->sets[COIL_CAP_EFFECTIVE] & (1ULL << CAP_SYS_ADMIN));
 }
 
-/* The privilege drop, in the order that keeps each step possible: rlimits
- * and ids while still privileged, capabilities after the id switch (KEEPCAPS
- * carries the permitted set across setuid), no_new_privs, and seccomp last
- * because it may forbid the syscalls above. Without no_new_privs the kernel
- * only accepts a filter from a CAP_SYS_ADMIN holder, so then it goes first. */
-static int drop_privileges(const struct init_ctx *c, struct coil_error *err) {
-  const struct coil_process *p = &c->cfg->process;
-  bool seccomp_first =
-      c->seccomp && !p->no_new_privileges && !caps_have_sys_admin(c->caps);
+/* Without no_new_privs the kernel only accepts a seccomp filter from a
+ * CAP_SYS_ADMIN holder, so then the filter goes in before the id switch. */
+static bool seccomp_goes_first(const struct init_ctx *c) {
+  return c->seccomp && !c->cfg->process.no_new_privileges &&
+         !caps_have_sys_admin(c->caps);
+}
 
+static int reset_signals(struct coil_error *err) {
+  struct sigaction dfl = {.sa_handler = SIG_DFL};
+  sigemptyset(&dfl.sa_mask);
+  /* SIGKILL, SIGSTOP and the C library's internal signals refuse: those
+   * cannot be caught anyway. */
+  for (int s = 1; s < NSIG; s++)
+    sigaction(s, &dfl, NULL);
+  sigset_t none;
+  sigemptyset(&none);
+  if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
+    return coil_error_sys(err, errno, "sigprocmask");
+  return 0;
+}
+
+/* The privilege drop both modes share; a payload (Python sandbox mode) only
+ * adds steps after it, and execve only the seccomp filter. Each step is
+ * placed where it is still possible and cannot be undone by a later one. */
+static int drop_privileges(const struct init_ctx *c, int conn,
+                           struct coil_error *err) {
+  const struct coil_process *p = &c->cfg->process;
+  /* umask: it shapes only what the process creates, none of the below. */
   umask(p->has_umask ? p->umask : 022);
+  /* fds: only stdio and the start connection (close-on-exec) survive;
+   * before rlimits, which may lower the NOFILE bound of the fallback. */
+  if (fds_close_except(&conn, 1, err) < 0)
+    return -1;
+  /* rlimits while still privileged: raising a hard limit needs
+   * CAP_SYS_RESOURCE, and the kernel checks RLIMIT_NPROC at the uid switch. */
   if (rlimits_apply(c->rlimits, err) < 0)
     return -1;
-  if (seccomp_first && seccomp_profile_load(c->seccomp, err) < 0)
+  if (seccomp_goes_first(c) && seccomp_profile_load(c->seccomp, err) < 0)
     return -1;
-  if (caps_switch_ids(p->uid, p->gid, (const gid_t *)p->additional_gids,
-                      p->n_additional_gids, err) < 0)
+  /* ids, then capabilities: setgroups/setresgid/setresuid need CAP_SETGID
+   * and CAP_SETUID, and KEEPCAPS carries the permitted set across the
+   * switch so caps_apply can shape every set afterwards. */
+  if (!c->keep_ids_and_caps &&
+      (caps_switch_ids(p->uid, p->gid, (const gid_t *)p->additional_gids,
+                       p->n_additional_gids, err) < 0 ||
+       caps_apply(c->caps, err) < 0))
     return -1;
-  if (caps_apply(c->caps, err) < 0)
-    return -1;
+  /* no_new_privs once the capabilities are final, before any filter:
+   * seccomp and Landlock need it from an unprivileged process. */
   if (p->no_new_privileges && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
     return coil_error_sys(err, errno, "process.noNewPrivileges: prctl");
+  /* signals: default dispositions and an empty mask. The parent blocked the
+   * forwarded signals before clone so none is lost; they stay blocked until
+   * every privileged step is done, and none of init's state leaks on. */
+  if (reset_signals(err) < 0)
+    return -1;
+  /* cwd last, as the container user: a directory that user cannot enter
+   * fails here, as it would for the process. */
   if (p->cwd && chdir(p->cwd) < 0)
     return coil_error_sys(err, errno, "process.cwd: chdir %s", p->cwd);
-  if (c->seccomp && !seccomp_first && seccomp_profile_load(c->seccomp, err) < 0)
-    return -1;
   return 0;
 }
 
@@ -152,14 +165,6 @@ static int set_environment(const struct coil_process *p,
     if (putenv(p->env.v[i]) != 0)
       return coil_error_sys(err, errno, "process.env[%zu]: putenv", i);
   return 0;
-}
-
-static void reset_signals(void) {
-  for (int s = 1; s < NSIG; s++)
-    signal(s, SIG_DFL);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
 /* Waits for `coil start` (or `run`) to connect; returns the connection. */
@@ -195,7 +200,8 @@ void init_main(const struct init_ctx *c) {
       (dup2(c->out_fd, STDOUT_FILENO) < 0 || close(c->out_fd) < 0))
     _exit(INIT_FAILED);
   int keep[] = {c->sync_fd, c->start_fd, c->console_fd};
-  close_fds_except(keep, sizeof keep / sizeof keep[0]);
+  if (fds_close_except(keep, sizeof keep / sizeof keep[0], &err) < 0)
+    fail_sync(c->sync_fd, &err);
 
   /* 2. The parent has written the id maps and put us in the cgroup. */
   char payload[64];
@@ -271,21 +277,22 @@ void init_main(const struct init_ctx *c) {
       fail_start(conn, &err);
   }
 
-  /* In Python mode init becomes the gated interpreter (python_mode.c owns
-   * the rest of the sequence); `start` has nothing more to wait for. */
-  if (c->python) {
-    close(conn);
-    python_mode_main(c->python);
-  }
-
-  /* 11. Drop privileges (ids, capabilities, no_new_privs, seccomp last). */
-  if (set_environment(&cfg->process, &err) < 0 || drop_privileges(c, &err) < 0)
+  /* 11. The environment, then the privilege drop both modes share. */
+  if (set_environment(&cfg->process, &err) < 0 ||
+      drop_privileges(c, conn, &err) < 0)
     fail_start(conn, &err);
 
-  /* 12. execve: the start connection is close-on-exec, so `coil start` sees
-   *     EOF on success and our message on failure. */
-  reset_signals();
-  syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+  /* 12. A payload (Python sandbox mode) takes over from here. */
+  if (c->payload)
+    c->payload(c->payload_arg, conn);
+
+  /* 13. seccomp as close to execve as possible, so the profile need not
+   *     allow the steps above; then execve. The start connection is
+   *     close-on-exec, so `coil start` sees EOF on success and our message
+   *     on failure. */
+  if (c->seccomp && !seccomp_goes_first(c) &&
+      seccomp_profile_load(c->seccomp, &err) < 0)
+    fail_start(conn, &err);
   execvp(cfg->process.args.v[0], cfg->process.args.v);
   coil_error_sys(&err, errno, "process.args[0]: exec %s",
                  cfg->process.args.v[0]);

@@ -7,10 +7,10 @@
 
 #include "caps.h"
 #include "config.h"
+#include "payload.h"
 #include "rlimits.h"
 #include "seccomp_profile.h"
 
-struct python_ctx;
 struct coil_cgroup_join;
 
 struct init_ctx {
@@ -24,9 +24,11 @@ struct init_ctx {
   const struct coil_caps *caps;
   const struct coil_rlimits *rlimits;
   const struct coil_seccomp_profile *seccomp; /* NULL without linux.seccomp */
-  int out_fd;                      /* becomes fd 1 (run's relay pipe), or -1 */
-  bool skip_rootfs;                /* Python mode with the mountns layer off */
-  const struct python_ctx *python; /* Python sandbox mode, or NULL */
+  int out_fd;             /* becomes fd 1 (run's relay pipe), or -1 */
+  bool skip_rootfs;       /* a payload without a mount namespace */
+  bool keep_ids_and_caps; /* the payload's switch: no id or caps drop */
+  payload_run_fn payload; /* runs instead of execve, or NULL */
+  void *payload_arg;
   struct coil_cgroup_join *cgroup_join; /* v1 cgroups init moves itself into */
 };
 

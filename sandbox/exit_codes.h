@@ -1,4 +1,4 @@
-/* Exit statuses of Python sandbox mode (DESIGN.md): the sandbox process and
+/* Exit statuses of Python sandbox mode (docs/python.md): the sandbox and
  * the CLI agree on them. */
 #ifndef COIL_EXIT_CODES_H
 #define COIL_EXIT_CODES_H

@@ -57,4 +57,11 @@ void layers_strip_config(struct coil_config *cfg, unsigned disabled) {
   }
   if (!layer_on(disabled, LAYER_CGROUP))
     cfg->lnx.has_resources = false;
+  if (!layer_on(disabled, LAYER_RLIMITS)) {
+    for (size_t i = 0; i < cfg->process.n_rlimits; i++)
+      free(cfg->process.rlimits[i].type);
+    free(cfg->process.rlimits);
+    cfg->process.rlimits = NULL;
+    cfg->process.n_rlimits = 0;
+  }
 }

@@ -32,8 +32,9 @@ static inline bool layer_on(unsigned disabled, enum sandbox_layer l) {
 }
 
 /* Removes what the disabled outer layers would set up from the config:
- * namespaces and cgroup resources. rlimits and the in-process layers are
- * switched where they are applied. */
+ * namespaces, cgroup resources and rlimits. The caps, mount namespace and
+ * cgroup switches go to init through the payload (python_setup.c), the
+ * in-process layers are switched where they are applied. */
 void layers_strip_config(struct coil_config *cfg, unsigned disabled);
 
 #endif

@@ -3,13 +3,10 @@
 #include <Python.h>
 #include <errno.h>
 #include <frameobject.h>
-#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -22,27 +19,109 @@
 #include "lockdown.h"
 #include "log.h"
 #include "protocol.h"
+#include "signals.h"
 
 #define OUT_FD 1
 
+/* Read by the signal handlers: set before any of them is installed. */
+static bool handler_mode;
 static char alarm_message[128];
+static char signal_message[NSIG][64];
 
-/* Both limits end the process from a signal handler: only async-signal-safe
- * calls, with messages prepared before the timer is armed. */
+/* The signals `coil run`/`coil py` forward that end the run (SIGWINCH is
+ * forwarded too, and ignored). As PID 1 of its pid namespace the sandbox
+ * would ignore them without a handler. */
+static const int terminating[] = {SIGINT,  SIGTERM, SIGHUP,
+                                  SIGQUIT, SIGUSR1, SIGUSR2};
+
+/* A limit or signal that ends the run, from a signal handler: only
+ * async-signal-safe calls, with the text prepared before the handler is
+ * installed, and only write and exit_group, which lockdown stage 2 allows.
+ * Handler mode answers with an envelope on fd 1, script mode with one
+ * `coil: TYPE: message` line on stderr. */
+static void report_raw(const char *type, const char *message) {
+  if (handler_mode) {
+    protocol_write_error_raw(OUT_FD, type, message);
+    return;
+  }
+  char buf[256];
+  size_t n = 0;
+  const char *parts[] = {"coil: ", type, ": ", message, "\n"};
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+    for (const char *p = parts[i]; *p && n < sizeof buf; p++)
+      buf[n++] = *p;
+  for (size_t off = 0; off < n;) {
+    ssize_t w = write(2, buf + off, n - off);
+    if (w <= 0)
+      return;
+    off += (size_t)w;
+  }
+}
+
 static void on_alarm(int sig) {
   (void)sig;
-  protocol_write_error_raw(OUT_FD, "Timeout", alarm_message);
+  report_raw("Timeout", alarm_message);
   _exit(PY_EXIT_TIMEOUT);
 }
 
 static void on_xcpu(int sig) {
   (void)sig;
-  protocol_write_error_raw(OUT_FD, "CpuLimit", "CPU time limit reached");
+  report_raw("CpuLimit", "CPU time limit reached");
   _exit(PY_EXIT_LIMIT);
+}
+
+static void on_terminate(int sig) {
+  report_raw("Signal", sig > 0 && sig < NSIG ? signal_message[sig] : "");
+  _exit(PY_EXIT_KILLED_BASE + sig);
+}
+
+/* Every signal that ends the run, blocked in each handler so two of them
+ * never write at once, and around the final answer so none writes after
+ * it. */
+static void ending_signals(sigset_t *set) {
+  sigemptyset(set);
+  sigaddset(set, SIGALRM);
+  sigaddset(set, SIGXCPU);
+  for (size_t i = 0; i < sizeof terminating / sizeof terminating[0]; i++)
+    sigaddset(set, terminating[i]);
+}
+
+static void block_ending_signals(void) {
+  sigset_t set;
+  ending_signals(&set);
+  sigprocmask(SIG_BLOCK, &set, NULL);
+}
+
+static int handle(int sig, void (*fn)(int), struct coil_error *err) {
+  struct sigaction sa = {.sa_handler = fn};
+  ending_signals(&sa.sa_mask);
+  if (sigaction(sig, &sa, NULL) < 0)
+    return coil_error_sys(err, errno, "sigaction(%d)", sig);
+  return 0;
+}
+
+/* init left every disposition at its default and the mask empty. */
+static int install_signal_handlers(const struct python_ctx *c,
+                                   struct coil_error *err) {
+  handler_mode = c->entry != NULL;
+  snprintf(alarm_message, sizeof alarm_message,
+           "wall-clock limit of %d s reached", c->timeout);
+  for (size_t i = 0; i < sizeof terminating / sizeof terminating[0]; i++) {
+    int sig = terminating[i];
+    const char *name = signal_name(sig);
+    snprintf(signal_message[sig], sizeof signal_message[sig],
+             "terminated by signal %d (%s)", sig, name ? name : "?");
+    if (handle(sig, on_terminate, err) < 0)
+      return -1;
+  }
+  if (handle(SIGALRM, on_alarm, err) < 0 || handle(SIGXCPU, on_xcpu, err) < 0)
+    return -1;
+  return 0;
 }
 
 static void __attribute__((noreturn))
 fail(const struct python_ctx *c, const char *type, int code, const char *msg) {
+  block_ending_signals();
   if (c->entry) {
     struct protocol_failure f = {.type = type, .message = msg};
     protocol_write_error(OUT_FD, &f, NULL, 0);
@@ -52,47 +131,7 @@ fail(const struct python_ctx *c, const char *type, int code, const char *msg) {
   _exit(code);
 }
 
-/* Ids, environment, fds, capabilities, no_new_privs: the process keeps
- * nothing it could use to undo the lockdown that follows. */
-static int drop_process_privileges(const struct python_ctx *c,
-                                   struct coil_error *err) {
-  const struct coil_process *p = &c->cfg->process;
-  bool caps_layer = layer_on(c->disabled, LAYER_CAPS);
-  if (caps_layer && caps_switch_ids(p->uid, p->gid, NULL, 0, err) < 0)
-    return -1;
-  clearenv();
-  syscall(SYS_close_range, 3, ~0U, 0);
-  if (caps_layer) {
-    struct coil_caps none = {.configured = true};
-    if (caps_apply(&none, err) < 0)
-      return -1;
-  }
-  /* Set even with the caps layer off (which keeps root and capabilities in
-   * the user namespace): it takes no capability away, and Landlock insists
-   * on it so a missed step cannot hide behind CAP_SYS_ADMIN. */
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-    return coil_error_sys(err, errno, "prctl(PR_SET_NO_NEW_PRIVS)");
-  if (layer_on(c->disabled, LAYER_RLIMITS) &&
-      rlimits_apply(c->rlimits, err) < 0)
-    return -1;
-  return 0;
-}
-
-static int arm_timers(const struct python_ctx *c, struct coil_error *err) {
-  snprintf(alarm_message, sizeof alarm_message,
-           "wall-clock limit of %d s reached", c->timeout);
-  struct sigaction sa = {.sa_handler = on_alarm};
-  sigemptyset(&sa.sa_mask);
-  if (sigaction(SIGALRM, &sa, NULL) < 0)
-    return coil_error_sys(err, errno, "sigaction(SIGALRM)");
-  sa.sa_handler = on_xcpu;
-  if (sigaction(SIGXCPU, &sa, NULL) < 0)
-    return coil_error_sys(err, errno, "sigaction(SIGXCPU)");
-  sigset_t unblock;
-  sigemptyset(&unblock);
-  sigaddset(&unblock, SIGALRM);
-  sigaddset(&unblock, SIGXCPU);
-  sigprocmask(SIG_UNBLOCK, &unblock, NULL);
+static int arm_timer(const struct python_ctx *c, struct coil_error *err) {
   struct itimerval it = {.it_value = {.tv_sec = c->timeout}};
   if (setitimer(ITIMER_REAL, &it, NULL) < 0)
     return coil_error_sys(err, errno, "setitimer");
@@ -143,6 +182,7 @@ report_exception(const struct python_ctx *c) {
   size_t out_len;
   bool overflow;
   const char *out = guest_stdout(&out_len, &overflow);
+  block_ending_signals();
   if (c->entry) {
     struct protocol_failure f = {.type = memory ? "MemoryLimit" : "Exception",
                                  .message =
@@ -154,13 +194,17 @@ report_exception(const struct python_ctx *c) {
   } else {
     if (out_len && write(OUT_FD, out, out_len) < 0)
       _exit(PY_EXIT_COIL);
-    dprintf(2, "%s:%d:%d: %s\n", c->code_name, line, col, msg);
+    if (memory)
+      dprintf(2, "coil: MemoryLimit: memory limit reached\n");
+    else
+      dprintf(2, "%s:%d:%d: %s\n", c->code_name, line, col, msg);
   }
   _exit(memory ? PY_EXIT_LIMIT : PY_EXIT_RAISED);
 }
 
 static void __attribute__((noreturn))
 report_violations(const struct python_ctx *c, const struct gate_result *g) {
+  block_ending_signals();
   if (c->entry) {
     char msg[512];
     snprintf(msg, sizeof msg, "%s%s", g->v[0].msg,
@@ -181,6 +225,7 @@ report_violations(const struct python_ctx *c, const struct gate_result *g) {
 static void __attribute__((noreturn))
 report_output_limit(const struct python_ctx *c, const char *why) {
   struct protocol_failure f = {.type = "OutputLimit", .message = why};
+  block_ending_signals();
   if (c->entry)
     protocol_write_error(OUT_FD, &f, NULL, 0);
   else
@@ -221,6 +266,8 @@ run_user_code(const struct python_ctx *c, PyObject *code, PyObject *globals,
   const char *out = guest_stdout(&out_len, &overflow);
   if (overflow)
     report_output_limit(c, "print output over the output cap");
+  /* The answer is final: a signal arriving now cannot interleave with it. */
+  block_ending_signals();
   if (!c->entry) {
     if (out_len && write(OUT_FD, out, out_len) < 0)
       _exit(PY_EXIT_COIL);
@@ -236,22 +283,30 @@ run_user_code(const struct python_ctx *c, PyObject *code, PyObject *globals,
   _exit(0);
 }
 
-/* The order is the security argument (issue 3, DESIGN.md): every step that
- * needs a privilege happens before the step that takes it away, and the
- * hostile source is only parsed once stage 1 is in force. */
-void python_mode_main(const struct python_ctx *c) {
+/* Runs after init's privilege drop (ids, umask, rlimits, capabilities,
+ * no_new_privs, signals, fds, cwd: init.c). The order is the security
+ * argument (docs/design.md): every step that needs a privilege happens
+ * before the step that takes it away, and the hostile source is only parsed
+ * once stage 1 is in force. */
+void python_mode_main(void *arg, int start_conn) {
+  const struct python_ctx *c = arg;
   struct coil_error err = {0};
   struct lockdown_opts lock = {.landlock =
                                    layer_on(c->disabled, LAYER_LANDLOCK),
                                .seccomp = layer_on(c->disabled, LAYER_SECCOMP),
                                .readable_root = c->readable_root};
 
-  /* 1. ids, environment, fds, capabilities, no_new_privs, rlimits. */
-  if (drop_process_privileges(c, &err) < 0)
+  /* 1. the signals that end the run, handled before `coil start` returns
+   *    (start_conn closes), so no forwarded signal meets a default
+   *    disposition, which PID 1 of a pid namespace ignores. */
+  if (install_signal_handlers(c, &err) < 0) {
+    close(start_conn);
     fail(c, "Exception", PY_EXIT_COIL, err.msg);
-  log_debug("python: privileges dropped");
-  /* 2. the in-guest wall clock and the CPU-limit signal. */
-  if (arm_timers(c, &err) < 0)
+  }
+  close(start_conn);
+  log_debug("python: signal handlers installed");
+  /* 2. the in-guest wall clock. */
+  if (arm_timer(c, &err) < 0)
     fail(c, "Exception", PY_EXIT_COIL, err.msg);
   /* 3. lockdown stage 1: read-only rootfs; dangerous syscall families off. */
   if (lockdown_stage1(&lock, &err) < 0)
@@ -261,7 +316,7 @@ void python_mode_main(const struct python_ctx *c) {
   bool audit = layer_on(c->disabled, LAYER_AUDIT);
   if (audit && audit_install(OUT_FD, c->entry != NULL) < 0)
     fail(c, "Exception", PY_EXIT_COIL, "audit hook: PySys_AddAuditHook failed");
-  /* 5. the interpreter, configured as gate-design.md 1.2 says. */
+  /* 5. the interpreter, isolated and without signal handlers (embed.c). */
   if (embed_init(c->prefix, &err) < 0)
     fail(c, "Exception", PY_EXIT_COIL, err.msg);
   log_debug("python: interpreter initialised");

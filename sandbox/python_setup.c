@@ -11,6 +11,7 @@
 
 #include "cleanup.h"
 #include "layers.h"
+#include "log.h"
 #include "readall.h"
 
 static int read_code(const char *bundle, const char *path, char **out,
@@ -40,11 +41,26 @@ static char *dup_bytes(const char *s, size_t n) {
   return d;
 }
 
-int python_setup(struct coil_config *cfg, const char *bundle,
-                 const char *rootfs, const struct coil_py_override *ov,
-                 struct python_setup *out, struct coil_error *err) {
-  memset(out, 0, sizeof *out);
+static int cpu_limit_of(const struct coil_process *p) {
+  for (size_t i = 0; i < p->n_rlimits; i++)
+    if (strcmp(p->rlimits[i].type, "RLIMIT_CPU") == 0)
+      return (int)p->rlimits[i].soft;
+  return 0;
+}
+
+int python_setup_prepare(void *arg, struct coil_config *cfg, const char *bundle,
+                         const char *rootfs, struct coil_payload *p,
+                         struct coil_error *err) {
+  struct python_setup *out = arg;
+  const struct coil_py_override *ov = out->ov;
+  memset(p, 0, sizeof *p);
+  *out = (struct python_setup){.ov = ov};
   const struct coil_sandbox *sb = &cfg->sandbox;
+  if (!sb->has_python)
+    return ov ? coil_error_set(err, EINVAL,
+                               "sandbox.python: the bundle is not a Python "
+                               "sandbox bundle")
+              : 0;
   size_t code_len = 0;
   if (ov && ov->code) {
     out->code = dup_bytes(ov->code, ov->code_len);
@@ -72,20 +88,26 @@ int python_setup(struct coil_config *cfg, const char *bundle,
   }
   unsigned disabled = layers_disabled(sb);
   layers_strip_config(cfg, disabled);
+  /* Even with the caps layer off (root and capabilities kept in the user
+   * namespace): it takes no capability away, and Landlock insists on it so
+   * a missed step cannot hide behind CAP_SYS_ADMIN. */
+  cfg->process.no_new_privileges = true;
+  if (cfg->lnx.has_seccomp)
+    log_warn("linux.seccomp: not loaded in Python mode; coil's two-stage "
+             "filter applies");
   /* Without a mount namespace there is no pivot_root: the interpreter reads
    * the rootfs's stdlib by its host path and Landlock confines reads there. */
   bool mountns = layer_on(disabled, LAYER_MOUNTNS);
   if (asprintf(&out->prefix, "%s/usr", mountns ? "" : rootfs) < 0)
     out->prefix = NULL;
   out->readable_root = strdup(mountns ? "/" : rootfs);
-  out->pivot = mountns;
   if (!out->code || !out->code_name || (entry && !out->entry) || !out->prefix ||
       !out->readable_root) {
     python_setup_free(out);
     return coil_error_sys(err, ENOMEM, "sandbox.python");
   }
+  out->active = true;
   out->ctx = (struct python_ctx){
-      .cfg = cfg,
       .code = out->code,
       .code_len = code_len,
       .code_name = out->code_name,
@@ -96,10 +118,20 @@ int python_setup(struct coil_config *cfg, const char *bundle,
       .timeout = ov && ov->timeout > 0 ? ov->timeout
                  : sb->has_timeout     ? sb->timeout
                                        : PY_DEFAULT_TIMEOUT,
+      .cpu_limit = cpu_limit_of(&cfg->process),
       .max_request = sb->has_max_request ? (size_t)sb->max_request
                                          : PY_DEFAULT_MAX_REQUEST,
       .max_output =
           sb->has_max_output ? (size_t)sb->max_output : PY_DEFAULT_MAX_OUTPUT,
+  };
+  *p = (struct coil_payload){
+      .run = python_mode_main,
+      .arg = &out->ctx,
+      .keep_ids_and_caps = !layer_on(disabled, LAYER_CAPS),
+      .no_pivot = !mountns,
+      .no_cgroup = !layer_on(disabled, LAYER_CGROUP),
+      .own_seccomp = true,
+      .relay_stdout = true,
   };
   return 0;
 }
@@ -110,5 +142,5 @@ void python_setup_free(struct python_setup *s) {
   free(s->entry);
   free(s->prefix);
   free(s->readable_root);
-  memset(s, 0, sizeof *s);
+  *s = (struct python_setup){.ov = s->ov};
 }
