@@ -10,24 +10,24 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "cleanup.h"
 #include "log.h"
+#include "mountfd.h"
 #include "mountopts.h"
 
-/* glibc 2.36 lacks it; the kernel reports it since 5.10. */
-#ifndef ST_NOSYMFOLLOW
-#define ST_NOSYMFOLLOW 0x2000
-#endif
-
-#define ATIME_FLAGS (MS_NOATIME | MS_NODIRATIME | MS_RELATIME | MS_STRICTATIME)
-/* The flags a bind remount changes; the rest belong to the superblock. */
+/* The flags a bind can change; the rest belong to the superblock. */
 #define PER_MOUNT_FLAGS                                                        \
-  (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOSYMFOLLOW | ATIME_FLAGS)
+  (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOSYMFOLLOW |             \
+   MS_NOATIME | MS_NODIRATIME | MS_RELATIME | MS_STRICTATIME)
+
+/* Not yet in glibc 2.36's headers; the same number on every architecture. */
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452
+#endif
 
 #define FD_PATH_MAX 32
 
@@ -154,48 +154,6 @@ static int open_target(int rootfd, const char *path, bool dir,
   return fd;
 }
 
-/* In a user namespace the kernel locks the ro, nosuid, nodev and noexec
- * flags a mount had when it was inherited from the more privileged
- * namespace: a remount that drops one fails with EPERM. So a remount keeps
- * the flags the mount has now, except those the config clears explicitly
- * (nosymfollow is not locked, but a bind should not lose it either). The
- * atime mode, always locked, is kept by the kernel itself when the remount
- * names no atime flag. */
-static const struct {
-  unsigned long st, ms;
-} kept_flags[] = {
-    {ST_RDONLY, MS_RDONLY},
-    {ST_NOSUID, MS_NOSUID},
-    {ST_NODEV, MS_NODEV},
-    {ST_NOEXEC, MS_NOEXEC},
-    {ST_NOSYMFOLLOW, MS_NOSYMFOLLOW},
-};
-
-static int remount_bind(const char *path, unsigned long set,
-                        unsigned long clear, struct coil_error *err) {
-  struct statvfs sv;
-  if (statvfs(path, &sv) < 0)
-    return coil_error_sys(err, errno, "statvfs");
-  unsigned long cur = 0;
-  for (size_t i = 0; i < sizeof kept_flags / sizeof kept_flags[0]; i++)
-    if (sv.f_flag & kept_flags[i].st)
-      cur |= kept_flags[i].ms;
-
-  set &= PER_MOUNT_FLAGS;
-  unsigned long want = (cur & ~clear) | set;
-  if (want == cur && !(set & ATIME_FLAGS))
-    return 0;
-  if (mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | want, NULL) < 0) {
-    if (errno == EPERM)
-      return coil_error_sys(err, EPERM,
-                            "remount (a mount inherited from a more privileged "
-                            "namespace keeps its ro/nosuid/nodev/noexec and "
-                            "atime flags)");
-    return coil_error_sys(err, errno, "remount");
-  }
-  return 0;
-}
-
 static int set_propagation(const char *path, unsigned long prop,
                            struct coil_error *err) {
   if (prop && mount(NULL, path, NULL, prop, NULL) < 0)
@@ -203,62 +161,74 @@ static int set_propagation(const char *path, unsigned long prop,
   return 0;
 }
 
-/* Remount and propagation act on the mount now on top of the target, which
- * the fd opened before mounting does not see: resolve the path again. */
-static int finish_mount(int rootfd, const char *dest,
-                        const struct coil_mount_opts *o, bool remount,
-                        unsigned long set, struct coil_error *err) {
-  if (!remount && !o->propagation)
-    return 0;
+/* A filesystem mounted through the target's fd leaves no fd of the new mount
+ * behind: propagation resolves the destination again. Only the propagation
+ * of a container mount is at stake there, never a host path. */
+static int propagate_new_mount(int rootfd, const char *dest, unsigned long prop,
+                               struct coil_error *err) {
   char buf[FD_PATH_MAX];
+  if (!prop)
+    return 0;
   cleanup_close int top = open_in_root(rootfd, dest, O_PATH);
   if (top < 0)
     return coil_error_sys(err, errno, "resolve %s in rootfs", dest);
-  fd_path(buf, top);
-  if (remount && remount_bind(buf, set, o->clear, err) < 0)
+  return set_propagation(fd_path(buf, top), prop, err);
+}
+
+/* Attaches tree, a detached copy of a bind's source, onto target. The flags
+ * are set on the copy before it is attached, and propagation through the
+ * copy's own fd, so a path swapped meanwhile can neither leave the bind
+ * writable nor move the flags onto another mount. */
+static int attach_bind(int tree, int target, unsigned long set,
+                       unsigned long clear, unsigned long prop,
+                       struct coil_error *err) {
+  if (mountfd_set_flags(tree, set & PER_MOUNT_FLAGS, clear, err) < 0 ||
+      mountfd_attach(tree, target, err) < 0)
     return -1;
-  return set_propagation(buf, o->propagation, err);
+  return mountfd_set_propagation(tree, prop, err);
 }
 
 static int mount_bind(int rootfd, const struct coil_mount *m,
                       const struct coil_mount_opts *o, struct coil_error *err) {
-  char buf[FD_PATH_MAX];
   struct stat st;
   if (!m->source)
     return coil_error_set(err, EINVAL, "bind mount without a source");
-  if (stat(m->source, &st) < 0)
+  cleanup_close int src = open(m->source, O_PATH | O_CLOEXEC);
+  if (src < 0 || fstat(src, &st) < 0)
     return coil_error_sys(err, errno, "source %s", m->source);
   cleanup_close int target =
       open_target(rootfd, m->destination, S_ISDIR(st.st_mode), err);
   if (target < 0)
     return -1;
-  unsigned long flags = MS_BIND | (o->recursive ? MS_REC : 0);
-  if (mount(m->source, fd_path(buf, target), NULL, flags, NULL) < 0) {
-    if (errno == EINVAL && !o->recursive)
-      return coil_error_sys(err, EINVAL,
-                            "bind %s (in a user namespace, a source with "
-                            "mounts beneath it needs \"rbind\")",
-                            m->source);
-    return coil_error_sys(err, errno, "bind %s", m->source);
-  }
-  /* A bind ignores every flag but MS_REC: the rest needs a remount. */
-  bool remount = (o->flags & PER_MOUNT_FLAGS) || o->clear;
-  return finish_mount(rootfd, m->destination, o, remount, o->flags, err);
+  cleanup_close int tree = mountfd_clone(src, o->recursive, err);
+  if (tree < 0 && err->err == EINVAL && !o->recursive)
+    return coil_error_prefix(err,
+                             "bind %s (in a user namespace, a source with "
+                             "mounts beneath it needs \"rbind\")",
+                             m->source);
+  if (tree < 0 ||
+      attach_bind(tree, target, o->flags, o->clear, o->propagation, err) < 0)
+    return coil_error_prefix(err, "bind %s", m->source);
+  return 0;
 }
 
 /* sysfs may only be mounted in a user namespace that owns the network
  * namespace; without one, rootless runtimes show the host's /sys read-only. */
-static int bind_host_sysfs(int rootfd, const struct coil_mount *m,
-                           const struct coil_mount_opts *o, const char *target,
+static int bind_host_sysfs(const struct coil_mount *m,
+                           const struct coil_mount_opts *o, int target,
                            struct coil_error *err) {
-  if (mount("/sys", target, NULL, MS_BIND | MS_REC, NULL) < 0)
-    return coil_error_sys(err, errno, "bind /sys");
+  cleanup_close int sys = open("/sys", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (sys < 0)
+    return coil_error_sys(err, errno, "open /sys");
+  cleanup_close int tree = mountfd_clone(sys, true, err);
+  if (tree < 0 || attach_bind(tree, target, o->flags | MS_RDONLY, o->clear,
+                              o->propagation, err) < 0)
+    return coil_error_prefix(err, "bind /sys");
   log_warn("%s: mounting sysfs is not permitted (no network namespace of "
            "the container's user namespace); bound the host's /sys "
            "read-only instead",
            m->destination);
-  return finish_mount(rootfd, m->destination, o, true, o->flags | MS_RDONLY,
-                      err);
+  return 0;
 }
 
 static int mount_fs(int rootfd, const struct coil_mount *m,
@@ -277,10 +247,10 @@ static int mount_fs(int rootfd, const struct coil_mount *m,
     return -1;
   if (mount(source, fd_path(buf, target), type, o->flags, o->data) < 0) {
     if (errno == EPERM && strcmp(type, "sysfs") == 0)
-      return bind_host_sysfs(rootfd, m, o, buf, err);
+      return bind_host_sysfs(m, o, target, err);
     return coil_error_sys(err, errno, "mount %s", type);
   }
-  return finish_mount(rootfd, m->destination, o, false, 0, err);
+  return propagate_new_mount(rootfd, m->destination, o->propagation, err);
 }
 
 static int apply_mount(int rootfd, const struct coil_mount *m,
@@ -335,6 +305,33 @@ static const struct {
     {"stderr", "/proc/self/fd/2"},
 };
 
+/* chmod of the inode fd refers to, never of a path: fchmodat2 takes an
+ * O_PATH fd from Linux 6.6 on, older kernels chmod its /proc magic link. */
+static int chmod_fd(int fd, mode_t mode) {
+  char buf[FD_PATH_MAX];
+  if (syscall(SYS_fchmodat2, fd, "", mode, AT_EMPTY_PATH) == 0)
+    return 0;
+  if (errno != ENOSYS)
+    return -1;
+  return chmod(fd_path(buf, fd), mode);
+}
+
+/* O_PATH fd of dir/leaf if it is still the node d describes: a racer that
+ * shares the rootfs may have swapped it (for a symlink to a host file, say)
+ * since it was made. */
+static int open_node(int dir, const char *leaf, const struct dev_spec *d,
+                     dev_t rdev, struct coil_error *err) {
+  struct stat st;
+  cleanup_close int fd = openat(dir, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 || fstat(fd, &st) < 0)
+    return coil_error_sys(err, errno, "open %s", d->path);
+  if ((st.st_mode & S_IFMT) != d->type ||
+      (d->type != S_IFIFO && st.st_rdev != rdev))
+    return coil_error_set(err, EEXIST, "%s was replaced while being created",
+                          d->path);
+  return steal_fd(fd);
+}
+
 static int mknod_device(int rootfd, const struct dev_spec *d,
                         struct coil_error *err) {
   const char *parent, *leaf;
@@ -359,31 +356,36 @@ static int mknod_device(int rootfd, const struct dev_spec *d,
         return coil_error_sys(err, errno, "mknod %s", d->path);
     }
   }
+  cleanup_close int node = open_node(dir, leaf, d, rdev, err);
+  if (node < 0)
+    return -1;
   /* Explicitly, so that the umask does not narrow the configured mode. */
-  if (fchownat(dir, leaf, d->uid, d->gid, AT_SYMLINK_NOFOLLOW) < 0)
+  if (fchownat(node, "", d->uid, d->gid, AT_EMPTY_PATH) < 0)
     return coil_error_sys(err, errno, "chown %s", d->path);
-  if (fchmodat(dir, leaf, d->mode & 07777, 0) < 0)
+  if (chmod_fd(node, d->mode & 07777) < 0)
     return coil_error_sys(err, errno, "chmod %s", d->path);
   return 0;
 }
 
-static int check_host_device(const struct dev_spec *d, struct coil_error *err) {
+/* The host's node of d->path, as an O_PATH fd, if it is the device d. */
+static int open_host_device(const struct dev_spec *d, struct coil_error *err) {
   struct stat st;
-  if (stat(d->path, &st) < 0)
+  cleanup_close int fd = open(d->path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 || fstat(fd, &st) < 0)
     return coil_error_sys(err, errno, "host device %s", d->path);
   if ((st.st_mode & S_IFMT) != d->type ||
       st.st_rdev != makedev(d->major, d->minor))
     return coil_error_set(err, EINVAL, "host %s is not device %u:%u", d->path,
                           d->major, d->minor);
-  return 0;
+  return steal_fd(fd);
 }
 
 /* Without CAP_MKNOD over the rootfs (a user namespace), the host's node of
  * the same path is bound onto an empty file instead. */
 static int bind_device(int rootfd, const struct dev_spec *d, bool required,
                        struct coil_error *err) {
-  char buf[FD_PATH_MAX];
-  if (check_host_device(d, err) < 0) {
+  cleanup_close int host = open_host_device(d, err);
+  if (host < 0) {
     if (required)
       return -1;
     log_warn("%s; not created", err->msg);
@@ -392,8 +394,9 @@ static int bind_device(int rootfd, const struct dev_spec *d, bool required,
   cleanup_close int target = open_target(rootfd, d->path, false, err);
   if (target < 0)
     return -1;
-  if (mount(d->path, fd_path(buf, target), NULL, MS_BIND, NULL) < 0)
-    return coil_error_sys(err, errno, "bind %s", d->path);
+  cleanup_close int tree = mountfd_clone(host, false, err);
+  if (tree < 0 || mountfd_attach(tree, target, err) < 0)
+    return coil_error_prefix(err, "bind %s", d->path);
   return 0;
 }
 
@@ -565,37 +568,66 @@ int rootfs_pivot(const struct coil_rootfs_opts *o, struct coil_error *err) {
   return 0;
 }
 
-/* A file shows /dev/null's nothing, a directory an empty read-only tmpfs. */
-static int mask_path(const char *path, struct coil_error *err) {
+/* The container's /dev/null as an O_PATH fd, if it is the null device. The
+ * rootfs may be shared with a racer that swapped it for a symlink or another
+ * file, which would then be bound over the masked paths, readable and
+ * writable from the container. */
+static int open_dev_null(int rootfd, struct coil_error *err) {
   struct stat st;
-  int rc;
-  if (stat(path, &st) < 0)
-    return errno == ENOENT ? 0 : coil_error_sys(err, errno, "stat");
-  bool dir = S_ISDIR(st.st_mode);
-  if (dir)
-    rc = mount("tmpfs", path, "tmpfs",
-               MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
-  else
-    rc = mount("/dev/null", path, NULL, MS_BIND, NULL);
-  if (rc < 0 && errno != ENOENT)
-    return coil_error_sys(err, errno, dir ? "mount tmpfs" : "bind /dev/null");
-  return 0;
+  cleanup_close int fd = open_in_root(rootfd, "/dev/null", O_PATH | O_NOFOLLOW);
+  if (fd < 0 || fstat(fd, &st) < 0)
+    return coil_error_sys(err, errno, "open /dev/null");
+  if (!S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3))
+    return coil_error_set(err, EINVAL,
+                          "/dev/null is not the null device (char 1:3)");
+  return steal_fd(fd);
 }
 
-static int readonly_path(const char *path, struct coil_error *err) {
-  if (mount(path, path, NULL, MS_BIND | MS_REC, NULL) < 0)
-    return errno == ENOENT ? 0 : coil_error_sys(err, errno, "bind");
-  return remount_bind(path, MS_RDONLY, 0, err);
+/* A file shows /dev/null's nothing, a directory an empty read-only tmpfs.
+ * The path is resolved once, inside the root; the mask goes onto that fd. */
+static int mask_path(int rootfd, int *null, const char *path,
+                     struct coil_error *err) {
+  struct stat st;
+  cleanup_close int target = open_in_root(rootfd, path, O_PATH);
+  if (target < 0)
+    return errno == ENOENT ? 0 : coil_error_sys(err, errno, "open");
+  if (fstat(target, &st) < 0)
+    return coil_error_sys(err, errno, "stat");
+  cleanup_close int tree = -1;
+  if (S_ISDIR(st.st_mode)) {
+    tree = mountfd_empty_tmpfs(err);
+  } else {
+    if (*null < 0 && (*null = open_dev_null(rootfd, err)) < 0)
+      return -1;
+    tree = mountfd_clone(*null, false, err);
+  }
+  if (tree < 0)
+    return -1;
+  return mountfd_attach(tree, target, err);
+}
+
+static int readonly_path(int rootfd, const char *path, struct coil_error *err) {
+  cleanup_close int target = open_in_root(rootfd, path, O_PATH);
+  if (target < 0)
+    return errno == ENOENT ? 0 : coil_error_sys(err, errno, "open");
+  cleanup_close int tree = mountfd_clone(target, true, err);
+  if (tree < 0)
+    return -1;
+  return attach_bind(tree, target, MS_RDONLY, 0, 0, err);
 }
 
 int rootfs_finalize(const struct coil_config *cfg, struct coil_error *err) {
   const struct coil_linux *lnx = &cfg->lnx;
+  cleanup_close int rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  cleanup_close int null = -1;
+  if (rootfd < 0)
+    return coil_error_sys(err, errno, "open /");
   for (size_t i = 0; i < lnx->masked_paths.n; i++)
-    if (mask_path(lnx->masked_paths.v[i], err) < 0)
+    if (mask_path(rootfd, &null, lnx->masked_paths.v[i], err) < 0)
       return coil_error_prefix(err, "linux.maskedPaths[%zu] (%s)", i,
                                lnx->masked_paths.v[i]);
   for (size_t i = 0; i < lnx->readonly_paths.n; i++)
-    if (readonly_path(lnx->readonly_paths.v[i], err) < 0)
+    if (readonly_path(rootfd, lnx->readonly_paths.v[i], err) < 0)
       return coil_error_prefix(err, "linux.readonlyPaths[%zu] (%s)", i,
                                lnx->readonly_paths.v[i]);
 
@@ -604,10 +636,11 @@ int rootfs_finalize(const struct coil_config *cfg, struct coil_error *err) {
     return -1;
   /* rootfs_prepare made everything private already; applying "rprivate"
    * again would only override mounts that asked for another propagation. */
-  if (prop && !(prop & MS_PRIVATE) && set_propagation("/", prop, err) < 0)
+  if (prop && !(prop & MS_PRIVATE) &&
+      mountfd_set_propagation(rootfd, prop, err) < 0)
     return coil_error_prefix(err, "linux.rootfsPropagation (%s)",
                              lnx->rootfs_propagation);
-  if (cfg->root_readonly && remount_bind("/", MS_RDONLY, 0, err) < 0)
+  if (cfg->root_readonly && mountfd_set_flags(rootfd, MS_RDONLY, 0, err) < 0)
     return coil_error_prefix(err, "root.readonly");
   return 0;
 }

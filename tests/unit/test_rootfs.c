@@ -295,24 +295,25 @@ static void run_container(const struct scenario *s, const struct env *e,
                           const struct coil_config *cfg) {
   struct coil_error err = {0};
   struct coil_rootfs_opts o = {.rootfs = e->rootfs, .userns = s->userns};
+  const char *step = "rootfs_prepare";
   int rc = rootfs_prepare(cfg, &o, &err);
+  if (rc == 0 && s->before_pivot)
+    s->before_pivot(e);
+  if (rc == 0) {
+    step = "rootfs_pivot";
+    rc = rootfs_pivot(&o, &err);
+  }
+  if (rc == 0) {
+    step = "rootfs_finalize";
+    rc = rootfs_finalize(cfg, &err);
+  }
   if (s->error) {
     check(rc == -1 && strstr(err.msg, s->error) &&
               (!s->error_errno || err.err == s->error_errno),
           "fails: %s", rc ? err.msg : "(succeeded)");
     return;
   }
-  check(rc == 0, "rootfs_prepare %s", rc ? err.msg : "");
-  if (rc)
-    return;
-  if (s->before_pivot)
-    s->before_pivot(e);
-  rc = rootfs_pivot(&o, &err);
-  check(rc == 0, "rootfs_pivot %s", rc ? err.msg : "");
-  if (rc)
-    return;
-  rc = rootfs_finalize(cfg, &err);
-  check(rc == 0, "rootfs_finalize %s", rc ? err.msg : "");
+  check(rc == 0, "%s %s", step, rc ? err.msg : "");
   if (rc)
     return;
   s->inside(e);
@@ -593,6 +594,27 @@ static void bad_propagation_config(struct coil_config *cfg,
   cfg->lnx.rootfs_propagation = "sideways";
 }
 
+/* Devices made in the rootfs itself (no tmpfs on /dev), one masked file. */
+static void swapped_null_config(struct coil_config *cfg, const struct env *e) {
+  (void)e;
+  mounts[0] = MOUNT("/proc", "proc", "proc", "nosuid");
+  cfg->mounts = mounts;
+  cfg->n_mounts = 1;
+  cfg->lnx.masked_paths = (struct coil_strv){masked, 1};
+  cfg->has_linux = true;
+}
+
+/* What a racer sharing the rootfs does between the devices and the masking:
+ * /dev/null becomes a symlink to a file it can read and write. */
+static void swap_dev_null(const struct env *e) {
+  char null[PATH_MAX], secret[PATH_MAX];
+  snprintf(null, sizeof null, "%s/dev/null", e->rootfs);
+  snprintf(secret, sizeof secret, "%s/secret.txt", e->rootfs);
+  check(unlink(null) == 0 && symlink("/secret.txt", null) == 0 &&
+            chmod(secret, 0666) == 0,
+        "/dev/null swapped for a symlink to /secret.txt");
+}
+
 static const struct scenario scenarios[] = {
     {.name = "userns",
      .userns = true,
@@ -614,20 +636,20 @@ static const struct scenario scenarios[] = {
      .locked_src = true,
      .config = locked_rw_config,
      .error_errno = EPERM,
-     .error = "mounts[0] (/locked): remount (a mount inherited from a more "
-              "privileged namespace"},
+     .error = "set mount flags (a mount inherited from a more privileged "
+              "namespace"},
     {.name = "locked-noatime",
      .userns = true,
      .locked_src = true,
      .config = locked_noatime_config,
      .error_errno = EPERM,
-     .error = "mounts[0] (/locked): remount"},
+     .error = "mounts[0] (/locked): bind "},
     {.name = "bind-locked-children",
      .userns = true,
      .locked_src = true,
      .config = bind_locked_children_config,
      .error_errno = EINVAL,
-     .error = "needs \"rbind\"): Invalid argument"},
+     .error = "needs \"rbind\"): open_tree: Invalid argument"},
     {.name = "missing-device",
      .userns = true,
      .config = missing_device_config,
@@ -646,6 +668,11 @@ static const struct scenario scenarios[] = {
      .userns = true,
      .config = bad_type_config,
      .error = "mounts[0] (/x): mount coil-nofs: No such device"},
+    {.name = "swapped-dev-null",
+     .config = swapped_null_config,
+     .before_pivot = swap_dev_null,
+     .error = "linux.maskedPaths[0] (/secret.txt): /dev/null is not the null "
+              "device (char 1:3)"},
     {.name = "bad-propagation",
      .config = bad_propagation_config,
      .error = "linux.rootfsPropagation: unknown value \"sideways\""},
