@@ -22,6 +22,7 @@
 #include "cgroup.h"
 #include "cleanup.h"
 #include "config.h"
+#include "device_policy.h"
 #include "hooks.h"
 #include "id.h"
 #include "init.h"
@@ -477,6 +478,11 @@ static int container_create_parsed(const struct coil_create_opts *o,
   if (!py && cfg->lnx.has_seccomp &&
       seccomp_profile_build(&cfg->lnx.seccomp, &sp, err) < 0)
     return -1;
+  /* Only the cgroup layer switched off (sandbox.disable) goes without. */
+  bool cgroups = !py || layer_on(py->ctx.disabled, LAYER_CGROUP);
+  struct dev_policy devices __attribute__((cleanup(dev_policy_free))) = {0};
+  if (cgroups && dev_policy_for_config(&cfg->lnx, &devices, err) < 0)
+    return -1;
 
   struct create_ctx x = {.o = o, .dirfd = -1, .py = py, .relay = {-1, -1}};
   x.cfg = cfg;
@@ -491,12 +497,10 @@ static int container_create_parsed(const struct coil_create_opts *o,
   char cgroup_name[COIL_ID_DIRNAME_MAX];
   id_dirname(o->id, cgroup_name);
   int r = state_write_file(x.dirfd, "config.json", raw, raw_len, err);
-  /* Only the cgroup layer switched off (sandbox.disable) goes without. */
-  bool cgroups = !py || layer_on(py->ctx.disabled, LAYER_CGROUP);
   if (r == 0 && cgroups)
     r = cgroup_create(NULL, cfg->lnx.cgroups_path, cgroup_name,
                       cfg->lnx.has_resources ? &cfg->lnx.resources : NULL,
-                      &x.cg, err);
+                      &devices, &x.cg, err);
   if (r == 0 && py && o->info && pipe2(x.relay, O_CLOEXEC) < 0)
     r = coil_error_sys(err, errno, "pipe");
   if (r == 0)

@@ -171,7 +171,7 @@ static void test_v2_full(void) {
   r.n_hugepage_limits = 1;
   struct coil_cgroup *cg = NULL;
   struct coil_error err = {0};
-  int rc = cgroup_create(&env, NULL, "c1", &r, &cg, &err);
+  int rc = cgroup_create(&env, NULL, "c1", &r, NULL, &cg, &err);
   ok(rc == 0, "v2: create with every limit (%s)", rc ? err.msg : "ok");
   if (rc)
     return;
@@ -250,7 +250,7 @@ static void test_v2_paths(void) {
   struct coil_cgroup *cg = NULL;
   struct coil_error err = {0};
 
-  int rc = cgroup_create(&env, "a/b", "ignored", NULL, &cg, &err);
+  int rc = cgroup_create(&env, "a/b", "ignored", NULL, NULL, &cg, &err);
   ok(rc == 0 && !strcmp(cg->dirs[0].path, pf("%s/user.slice/x/coil/a/b", fs)),
      "v2: relative cgroupsPath -> <own cgroup>/coil/<path> (%s)",
      rc ? err.msg : "ok");
@@ -264,7 +264,7 @@ static void test_v2_paths(void) {
     cgroup_free(cg);
   }
 
-  rc = cgroup_create(&env, "/abs/c3", "ignored", NULL, &cg, &err);
+  rc = cgroup_create(&env, "/abs/c3", "ignored", NULL, NULL, &cg, &err);
   ok(rc == 0 && !strcmp(cg->dirs[0].path, pf("%s/abs/c3", fs)),
      "v2: absolute cgroupsPath -> <root>/<path> (%s)", rc ? err.msg : "ok");
   is_str(get(pf("%s/cgroup.subtree_control", fs)), "+memory +pids +cpu +cpuset",
@@ -280,7 +280,7 @@ static void test_v2_paths(void) {
   }
 
   mkdirs(pf("%s/pre", fs));
-  rc = cgroup_create(&env, "/pre/c4", "ignored", NULL, &cg, &err);
+  rc = cgroup_create(&env, "/pre/c4", "ignored", NULL, NULL, &cg, &err);
   ok(rc == 0, "v2: absolute below an existing cgroup (%s)",
      rc ? err.msg : "ok");
   if (rc == 0) {
@@ -296,7 +296,7 @@ static const char *v2_value(struct coil_cgroup_env *env,
                             const struct coil_resources *r, const char *file) {
   struct coil_cgroup *cg = NULL;
   struct coil_error err = {0};
-  if (cgroup_create(env, NULL, "v", r, &cg, &err) < 0) {
+  if (cgroup_create(env, NULL, "v", r, NULL, &cg, &err) < 0) {
     printf("# create: %s\n", err.msg);
     return NULL;
   }
@@ -353,15 +353,15 @@ static void test_v2_errors(void) {
                                     "a/",     "/",    "",      "./a"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     err.msg[0] = '\0';
-    int rc = cgroup_create(&env, bad[i], "id", NULL, &cg, &err);
+    int rc = cgroup_create(&env, bad[i], "id", NULL, NULL, &cg, &err);
     ok(rc < 0 && cg == NULL && has(err.msg, "linux.cgroupsPath"),
        "v2: cgroupsPath \"%s\" rejected: %s", bad[i], err.msg);
   }
-  int rc =
-      cgroup_create(&env, "system.slice:docker:abc", "id", NULL, &cg, &err);
+  int rc = cgroup_create(&env, "system.slice:docker:abc", "id", NULL, NULL, &cg,
+                         &err);
   ok(rc < 0 && has(err.msg, "linux.cgroupsPath") && has(err.msg, "systemd"),
      "v2: systemd slice form rejected: %s", err.msg);
-  rc = cgroup_create(&env, NULL, "a/b/../../..", NULL, &cg, &err);
+  rc = cgroup_create(&env, NULL, "a/b/../../..", NULL, NULL, &cg, &err);
   ok(rc < 0 && has(err.msg, "container id"), "v2: bad id rejected: %s",
      err.msg);
   ok(!exists(pf("%s/user.slice/x/coil", fs)) && !exists(pf("%s/a", fs)),
@@ -372,7 +372,7 @@ static void test_v2_errors(void) {
                              .memory_limit = 64 << 20,
                              .has_memory_swap = true,
                              .memory_swap = 32 << 20};
-  rc = cgroup_create(&env, NULL, "rb", &r, &cg, &err);
+  rc = cgroup_create(&env, NULL, "rb", &r, NULL, &cg, &err);
   ok(rc < 0 && has(err.msg, "linux.resources.memory.swap"),
      "v2: swap below the memory limit fails: %s", err.msg);
   ok(!exists(pf("%s/user.slice/x/coil", fs)), "v2: rolled back completely");
@@ -385,13 +385,13 @@ static void test_v2_errors(void) {
   mkdir(stc, 0755);
   r = (struct coil_resources){.has_memory_limit = true,
                               .memory_limit = 1 << 20};
-  rc = cgroup_create(&env, NULL, "rb2", &r, &cg, &err);
+  rc = cgroup_create(&env, NULL, "rb2", &r, NULL, &cg, &err);
   ok(rc < 0 && has(err.msg, "linux.resources.memory.limit") &&
          has(err.msg, "cgroup.subtree_control"),
      "v2: failed write names field and file: %s", err.msg);
   ok(!exists(pf("%s/user.slice/x/coil", fs)), "v2: rolled back completely");
   /* Without limits the controllers that cannot be enabled are dropped. */
-  rc = cgroup_create(&env, NULL, "rb3", NULL, &cg, &err);
+  rc = cgroup_create(&env, NULL, "rb3", NULL, NULL, &cg, &err);
   char *s = rc == 0 ? cgroup_serialize(cg) : NULL;
   ok(rc == 0 && has(s, " v2:-:"),
      "v2: controllers nobody needs are dropped when they cannot be enabled: "
@@ -405,7 +405,7 @@ static void test_v2_errors(void) {
   put(stc, "");
 
   mkdirs(pf("%s/user.slice/x/coil/dup", fs));
-  rc = cgroup_create(&env, NULL, "dup", NULL, &cg, &err);
+  rc = cgroup_create(&env, NULL, "dup", NULL, NULL, &cg, &err);
   ok(rc < 0 && has(err.msg, "already exists"), "v2: existing cgroup: %s",
      err.msg);
   ok(exists(pf("%s/user.slice/x/coil/dup", fs)),
@@ -416,13 +416,13 @@ static void test_v2_errors(void) {
   char ps[] = "2XB";
   struct coil_hugepage_limit huge = {.page_size = ps, .limit = 1};
   r = (struct coil_resources){.hugepage_limits = &huge, .n_hugepage_limits = 1};
-  rc = cgroup_create(&env, NULL, "hp", &r, &cg, &err);
+  rc = cgroup_create(&env, NULL, "hp", &r, NULL, &cg, &err);
   ok(rc < 0 && has(err.msg, "hugepageLimits[0].pageSize"),
      "v2: bad page size: %s", err.msg);
 
   env = v2_tree("cpu memory\n");
   r = (struct coil_resources){.has_pids_limit = true, .pids_limit = 5};
-  rc = cgroup_create(&env, NULL, "np", &r, &cg, &err);
+  rc = cgroup_create(&env, NULL, "np", &r, NULL, &cg, &err);
   ok(rc < 0 && has(err.msg, "linux.resources.pids.limit") &&
          has(err.msg, "no pids"),
      "v2: limit for a controller the host lacks: %s", err.msg);
@@ -500,7 +500,7 @@ static void test_hybrid(void) {
   struct coil_resources r = mem_cpu_limits(0, 512);
   struct coil_cgroup *cg = NULL;
   struct coil_error err = {0};
-  int rc = cgroup_create(&env, NULL, "h1", &r, &cg, &err);
+  int rc = cgroup_create(&env, NULL, "h1", &r, NULL, &cg, &err);
   ok(rc == 0, "hybrid: create (%s)", rc ? err.msg : "ok");
   if (rc)
     return;
@@ -577,7 +577,7 @@ static void test_hybrid(void) {
                               .cpu_mems = mems,
                               .has_cpu_quota = true,
                               .cpu_quota = -1};
-  rc = cgroup_create(&env, NULL, "h2", &r, &cg, &err);
+  rc = cgroup_create(&env, NULL, "h2", &r, NULL, &cg, &err);
   ok(rc == 0, "hybrid: create with cpuset limits (%s)", rc ? err.msg : "ok");
   if (rc == 0) {
     is_str(get(pf("%s/cpuset/coil/h2/cpuset.cpus", fs)), "1",
@@ -595,7 +595,7 @@ static void test_hybrid(void) {
                               .has_memory_swap = true,
                               .memory_swap = 2 << 20};
   printf("# a warning about swap accounting is expected next\n");
-  rc = cgroup_create(&env, NULL, "h3", &r, &cg, &err);
+  rc = cgroup_create(&env, NULL, "h3", &r, NULL, &cg, &err);
   ok(rc == 0 &&
          !exists(pf("%s/memory/mem/x/coil/h3/memory.memsw.limit_in_bytes", fs)),
      "v1: no swap accounting: swap skipped with a warning (%s)",
@@ -607,7 +607,7 @@ static void test_hybrid(void) {
   char ps[] = "2MB";
   struct coil_hugepage_limit huge = {.page_size = ps, .limit = 4194304};
   r = (struct coil_resources){.hugepage_limits = &huge, .n_hugepage_limits = 1};
-  rc = cgroup_create(&env, NULL, "h4", &r, &cg, &err);
+  rc = cgroup_create(&env, NULL, "h4", &r, NULL, &cg, &err);
   ok(rc == 0, "hybrid: hugetlb through unified (%s)", rc ? err.msg : "ok");
   if (rc == 0) {
     is_str(get(pf("%s/unified/coil/h4/hugetlb.2MB.max", fs)), "4194304",
@@ -622,7 +622,7 @@ static void test_hybrid(void) {
   snprintf(cm, sizeof cm, "%s", pf("%s/cpuset/cpuset.mems", fs));
   unlink(cm);
   mkdir(cm, 0755);
-  rc = cgroup_create(&env, NULL, "h5", NULL, &cg, &err);
+  rc = cgroup_create(&env, NULL, "h5", NULL, NULL, &cg, &err);
   ok(rc < 0 && has(err.msg, "cpuset.mems"), "hybrid: failing cpuset copy: %s",
      err.msg);
   ok(hybrid_coil_gone(fs), "hybrid: rolled back in every hierarchy");
@@ -630,7 +630,7 @@ static void test_hybrid(void) {
 
   env = hybrid_tree(true);
   fs = env.fs_root;
-  rc = cgroup_create(&env, "/co", "ignored", NULL, &cg, &err);
+  rc = cgroup_create(&env, "/co", "ignored", NULL, NULL, &cg, &err);
   s = rc == 0 ? cgroup_serialize(cg) : NULL;
   ok(rc == 0 && has(s, "v1:cpu,cpuacct:0:") && cg->n == 5,
      "hybrid: co-mounted cpu,cpuacct is one hierarchy: %s", s ? s : err.msg);
@@ -646,7 +646,7 @@ static void test_hybrid(void) {
 
   r = (struct coil_resources){.hugepage_limits = &huge, .n_hugepage_limits = 1};
   put(pf("%s/unified/cgroup.controllers", fs), "\n");
-  rc = cgroup_create(&env, NULL, "nh", &r, &cg, &err);
+  rc = cgroup_create(&env, NULL, "nh", &r, NULL, &cg, &err);
   ok(rc < 0 && has(err.msg, "linux.resources.hugepageLimits") &&
          has(err.msg, "no hugetlb"),
      "hybrid: hugepageLimits without hugetlb: %s", err.msg);
@@ -669,7 +669,7 @@ static void test_real(void) {
                              .pids_limit = 16};
   struct coil_cgroup *cg = NULL;
   struct coil_error err = {0};
-  int rc = cgroup_create(NULL, NULL, id, &r, &cg, &err);
+  int rc = cgroup_create(NULL, NULL, id, &r, NULL, &cg, &err);
   ok(rc == 0, "real: create %s (%s)", id, rc ? err.msg : "ok");
   if (rc)
     return;
