@@ -19,6 +19,7 @@
 
 #include "cgroup.h"
 #include "cgroup_driver.h"
+#include "device_policy.h"
 #include "tap.h"
 
 /* tap.h's ok() evaluates its condition twice: calls with effects go first,
@@ -652,6 +653,52 @@ static void test_hybrid(void) {
      "hybrid: hugepageLimits without hugetlb: %s", err.msg);
 }
 
+/* A device policy: the v1 devices cgroup is made and written (in a plain
+ * tree each write replaces the file, so the last line is what remains);
+ * a v2 directory that is no cgroup gets no program; a host with neither
+ * refuses. */
+static void test_devices_fake(void) {
+  struct coil_cgroup_env env = hybrid_tree(false);
+  const char *fs = env.fs_root;
+  struct dev_rule rules[] = {
+      {'c', 1, 3, DEV_READ | DEV_WRITE, true, DEV_SRC_CONFIG, 0},
+      {'b', 7, DEV_ANY, DEV_READ, true, DEV_SRC_CONFIG, 1},
+  };
+  struct dev_policy p;
+  struct coil_error err = {0};
+  int rc = dev_policy_build(rules, 2, &p, &err);
+  ok(rc == 0, "devices: policy (%s)", rc ? err.msg : "ok");
+  if (rc)
+    return;
+  struct coil_cgroup *cg = NULL;
+  rc = cgroup_create(&env, NULL, "d1", NULL, &p, &cg, &err);
+  ok(rc == 0, "devices: hybrid create (%s)", rc ? err.msg : "ok");
+  if (rc == 0) {
+    is_str(get(pf("%s/devices/coil/d1/devices.deny", fs)), "a",
+           "devices: v1 devices.deny reset to deny everything");
+    is_str(get(pf("%s/devices/coil/d1/devices.allow", fs)), "b 7:* r",
+           "devices: v1 devices.allow written, the last exception last");
+    ok(cg->n == 7, "devices: the devices hierarchy joins the 6 others: %zu",
+       cg->n);
+    ok(exists(pf("%s/unified/coil/d1", fs)) &&
+           !exists(pf("%s/unified/coil/d1/devices.allow", fs)),
+       "devices: a plain v2 directory gets no files");
+    destroy_free(cg, &err);
+    ok(!exists(pf("%s/devices/coil", fs)),
+       "devices: v1 devices cgroup removed");
+  }
+
+  env = fresh_env();
+  put(pf("%s/memory/cgroup.procs", env.fs_root), "1\n");
+  put(env.proc_self_cgroup, "4:memory:/\n");
+  rc = cgroup_create(&env, NULL, "d2", NULL, &p, &cg, &err);
+  ok(rc < 0 && has(err.msg, "linux.resources.devices") &&
+         !exists(pf("%s/memory/coil", env.fs_root)),
+     "devices: a host with neither layer refuses, leaving nothing (%s)",
+     err.msg);
+  dev_policy_free(&p);
+}
+
 /* Below this process's own cgroups on the real host, cleaned up after. */
 static void test_real(void) {
   if (geteuid() != 0 || (access("/sys/fs/cgroup/cgroup.controllers", F_OK) &&
@@ -746,6 +793,7 @@ int main(void) {
   test_v2_values();
   test_v2_errors();
   test_hybrid();
+  test_devices_fake();
   test_real();
   rm_rf(tmp);
   return tap_done();
