@@ -3,11 +3,12 @@ linux.devices nodes, enforced by the v1 devices cgroup and the v2 device
 program. A container that may mknod (CAP_MKNOD is in the default set) must
 still not open host devices it was not given."""
 
+import json
 import os
 import stat
 
-from harness import (DEFAULT_CAPS, NAMESPACES, check, describe, new_bundle,
-                     run, sh)
+from harness import (DEFAULT_CAPS, NAMESPACES, check, coil, describe,
+                     new_bundle, run, sh)
 
 # Opening these for writing is harmless: nothing is written to them.
 # (/dev/kmsg opened for reading needs CAP_SYSLOG too, so write-only it is.)
@@ -138,3 +139,9 @@ def test_linux_devices_nodes_allowed():
                       "minor": 237, "fileMode": 0o600, "uid": 0, "gid": 0}])))
     assert "loopctl-OPENED" in r.stdout, describe(r)
     _assert_denied(r, "kvm")
+
+
+def test_features_say_device_rules_are_enforced():
+    r = check(coil("features"))
+    ann = json.loads(r.stdout)["annotations"]
+    assert ann.get("org.coil.linux.resources.devices") == "true", describe(r)
