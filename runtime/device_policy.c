@@ -190,25 +190,25 @@ static int apply(struct dev_policy *p, const struct dev_rule *key,
     p->n = k;
     return 0;
   }
-  /* A request is checked against one exception at a time: give each the
+  /* A request is checked against one exception at a time: each gets the
    * bits of the exceptions covering it, so bits granted by different rules
    * still add up for one device. */
   unsigned access = key->access;
+  for (size_t i = 0; i < p->n; i++)
+    if (covers(&p->ex[i], key))
+      access |= p->ex[i].access;
   bool exact = false;
   for (size_t i = 0; i < p->n; i++) {
     struct dev_rule *e = &p->ex[i];
-    if (covers(e, key))
-      access |= e->access;
-    if (covers(key, e))
+    bool same = covers(e, key) && covers(key, e);
+    if (same)
+      e->access |= access;
+    else if (covers(key, e))
       e->access |= key->access;
-    exact |= covers(e, key) && covers(key, e);
+    exact |= same;
   }
-  if (exact) {
-    for (size_t i = 0; i < p->n; i++)
-      if (covers(&p->ex[i], key) && covers(key, &p->ex[i]))
-        p->ex[i].access |= access;
+  if (exact)
     return 0;
-  }
   struct dev_rule *grown = reallocarray(p->ex, p->n + 1, sizeof *grown);
   if (!grown)
     return no_memory(err);
