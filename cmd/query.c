@@ -257,7 +257,8 @@ int cmd_features(const struct global_opts *g, int argc, char **argv) {
       "    \"apparmor\": {\"enabled\": false},\n"
       "    \"selinux\": {\"enabled\": false}\n"
       "  },\n"
-      "  \"annotations\": {\"org.coil.sandbox\": \"python\"}\n"
+      "  \"annotations\": {\"org.coil.sandbox\": \"python\", "
+      "\"org.coil.linux.resources.devices\": \"true\"}\n"
       "}\n",
       stdout);
   return EXIT_OK;

@@ -29,9 +29,10 @@
 #define COIL_PARENT "coil"
 #define SERIAL_TAG "coil-cgroup/1"
 /* Every container is placed under these, limits or not (memory also so an
- * OOM kill can be reported); hugetlb only when hugepageLimits ask for it.
- * Other v1 hierarchies (devices, freezer, blkio, name=systemd) are left
- * alone: coil neither limits through them nor owns them. */
+ * OOM kill can be reported); hugetlb only when hugepageLimits ask for it,
+ * v1 devices when there is a device policy to enforce. Other v1
+ * hierarchies (freezer, blkio, name=systemd) are left alone: coil neither
+ * limits through them nor owns them. */
 #define CG_BASE                                                                \
   (CG_BIT(CG_MEMORY) | CG_BIT(CG_PIDS) | CG_BIT(CG_CPU) | CG_BIT(CG_CPUACCT) | \
    CG_BIT(CG_CPUSET))
@@ -42,6 +43,7 @@
 const char *const cg_ctrl_names[CG_NCTRL] = {
     [CG_MEMORY] = "memory",   [CG_PIDS] = "pids",     [CG_CPU] = "cpu",
     [CG_CPUACCT] = "cpuacct", [CG_CPUSET] = "cpuset", [CG_HUGETLB] = "hugetlb",
+    [CG_DEVICES] = "devices",
 };
 
 static int no_memory(struct coil_error *err) {
@@ -621,8 +623,8 @@ static void plan_free(struct cg_plan *p) {
 
 static int plan_paths(const struct coil_cgroup_env *env,
                       const char *cgroups_path, const char *id,
-                      const struct coil_resources *res, struct cg_plan *p,
-                      struct coil_error *err) {
+                      const struct coil_resources *res, bool devices,
+                      struct cg_plan *p, struct coil_error *err) {
   const char *fs_root = env && env->fs_root ? env->fs_root : DEFAULT_FS_ROOT;
   p->proc_path = env && env->proc_self_cgroup ? env->proc_self_cgroup
                                               : DEFAULT_PROC_SELF_CGROUP;
@@ -638,8 +640,9 @@ static int plan_paths(const struct coil_cgroup_env *env,
   p->relative = path[0] != '/';
 
   unsigned needed = cg_needed(res);
-  if (detect(fs_root, CG_BASE | (needed & CG_BIT(CG_HUGETLB)), &p->host, err) <
-      0)
+  unsigned wanted = CG_BASE | (needed & CG_BIT(CG_HUGETLB)) |
+                    (devices ? CG_BIT(CG_DEVICES) : 0);
+  if (detect(fs_root, wanted, &p->host, err) < 0)
     return -1;
   if (p->host.n == 0)
     return coil_error_set(
@@ -656,6 +659,16 @@ static int plan_paths(const struct coil_cgroup_env *env,
                             "%s: the host has no %s cgroup controller (looked "
                             "under %s)",
                             cg_field(res, c), cg_ctrl_names[c], fs_root);
+  /* Either layer confines on its own; without both nothing would. */
+  bool has_v2 = false;
+  for (size_t i = 0; i < p->host.n; i++)
+    has_v2 |= p->host.h[i].drv == &cg_driver_v2;
+  if (devices && !has_v2 && !(have & CG_BIT(CG_DEVICES)))
+    return coil_error_set(err, ENOENT,
+                          "linux.resources.devices: the host has neither a "
+                          "devices cgroup controller nor cgroup2 under %s, so "
+                          "device access cannot be confined",
+                          fs_root);
 
   if (p->relative && read_path(p->proc_path, &p->proc_text, err) < 0)
     return -1;
@@ -682,10 +695,11 @@ static int plan_base(const struct cg_plan *p, size_t i, char **base,
 
 int cgroup_plan(const struct coil_cgroup_env *env, const char *cgroups_path,
                 const char *id, const struct coil_resources *res,
-                struct coil_cgroup **out, struct coil_error *err) {
+                const struct dev_policy *devices, struct coil_cgroup **out,
+                struct coil_error *err) {
   *out = NULL;
   struct cg_plan p __attribute__((cleanup(plan_free))) = {0};
-  if (plan_paths(env, cgroups_path, id, res, &p, err) < 0)
+  if (plan_paths(env, cgroups_path, id, res, devices != NULL, &p, err) < 0)
     return -1;
   struct coil_cgroup *cg = calloc(1, sizeof *cg);
   if (!cg)
@@ -716,10 +730,11 @@ int cgroup_plan(const struct coil_cgroup_env *env, const char *cgroups_path,
 
 int cgroup_create(const struct coil_cgroup_env *env, const char *cgroups_path,
                   const char *id, const struct coil_resources *res,
-                  struct coil_cgroup **out, struct coil_error *err) {
+                  const struct dev_policy *devices, struct coil_cgroup **out,
+                  struct coil_error *err) {
   *out = NULL;
   struct cg_plan p __attribute__((cleanup(plan_free))) = {0};
-  if (plan_paths(env, cgroups_path, id, res, &p, err) < 0)
+  if (plan_paths(env, cgroups_path, id, res, devices != NULL, &p, err) < 0)
     return -1;
   struct coil_cgroup *cg = calloc(1, sizeof *cg);
   if (!cg)
@@ -740,7 +755,8 @@ int cgroup_create(const struct coil_cgroup_env *env, const char *cgroups_path,
     cg->n++;
   }
   for (size_t i = 0; i < cg->n; i++)
-    if (apply_limits(&cg->dirs[i], p.host.h[i].root, res, err) < 0)
+    if (apply_limits(&cg->dirs[i], p.host.h[i].root, res, err) < 0 ||
+        (devices && cg->dirs[i].drv->devices(&cg->dirs[i], devices, err) < 0))
       goto fail;
   *out = cg;
   return 0;

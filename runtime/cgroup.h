@@ -21,20 +21,26 @@ struct coil_cgroup_env {
   const char *proc_self_cgroup;
 };
 
+struct dev_policy;
+
 /* Creates the container's cgroup in every hierarchy coil uses and writes the
  * limits. cgroups_path: absolute = used as given below each hierarchy root;
  * relative or NULL (then `id`) = nested under "coil/" inside the cgroup this
- * process is in, per controller. On failure nothing created is left behind. */
+ * process is in, per controller. devices: confine the container to it (v1
+ * devices controller and a v2 device program, whichever the host has; fails
+ * if it has neither), or NULL. On failure nothing created is left behind. */
 int cgroup_create(const struct coil_cgroup_env *env, const char *cgroups_path,
                   const char *id, const struct coil_resources *res,
-                  struct coil_cgroup **out, struct coil_error *err);
+                  const struct dev_policy *devices, struct coil_cgroup **out,
+                  struct coil_error *err);
 
 /* What cgroup_create with the same arguments would make, without making
  * it: recorded before the create, so a launcher killed midway leaves
  * cgroups its state names (cgroup_destroy ignores missing ones). */
 int cgroup_plan(const struct coil_cgroup_env *env, const char *cgroups_path,
                 const char *id, const struct coil_resources *res,
-                struct coil_cgroup **out, struct coil_error *err);
+                const struct dev_policy *devices, struct coil_cgroup **out,
+                struct coil_error *err);
 
 /* Moves pid into the container's cgroup in every hierarchy. */
 int cgroup_enter(const struct coil_cgroup *cg, pid_t pid,

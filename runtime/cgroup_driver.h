@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "cgroup.h"
+#include "device_policy.h"
 
 enum cg_ctrl {
   CG_MEMORY,
@@ -15,6 +16,7 @@ enum cg_ctrl {
   CG_CPUACCT,
   CG_CPUSET,
   CG_HUGETLB,
+  CG_DEVICES, /* v1 only; on v2 a device program does its work */
   CG_NCTRL
 };
 #define CG_BIT(c) (1u << (c))
@@ -60,6 +62,11 @@ struct cg_driver {
                 const struct coil_resources *res, struct coil_error *err);
   int (*cpu)(const struct cg_dir *d, const struct coil_resources *res,
              struct coil_error *err);
+  /* Confine d's tasks to the devices p allows: v1 through the devices
+   * controller (when d drives it), v2 by attaching a device program.
+   * Called before any task is in d. */
+  int (*devices)(const struct cg_dir *d, const struct dev_policy *p,
+                 struct coil_error *err);
 };
 
 extern const struct cg_driver cg_driver_v1;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "cgroup_driver.h"
@@ -105,6 +106,27 @@ static int v1_cpu(const struct cg_dir *d, const struct coil_resources *res,
   return 0;
 }
 
+/* A new v1 devices cgroup starts with its parent's list: "a" resets it to
+ * the policy's default, then each exception goes in, one line per write
+ * (the kernel parses one). */
+static int v1_devices(const struct cg_dir *d, const struct dev_policy *p,
+                      struct coil_error *err) {
+  if (!(d->ctrls & CG_BIT(CG_DEVICES)))
+    return 0;
+  struct dev_v1_write *w;
+  size_t n;
+  if (dev_policy_v1(p, &w, &n, err) < 0)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    if (cg_write(d->path, w[i].file, w[i].line, d->kernel, err) < 0) {
+      coil_error_prefix(err, "linux.resources.devices: \"%s\"", w[i].line);
+      free(w);
+      return -1;
+    }
+  free(w);
+  return 0;
+}
+
 const struct cg_driver cg_driver_v1 = {
     .name = "v1",
     .oom_file = "memory.oom_control",
@@ -112,4 +134,5 @@ const struct cg_driver cg_driver_v1 = {
     .init_level = v1_init_level,
     .memory = v1_memory,
     .cpu = v1_cpu,
+    .devices = v1_devices,
 };

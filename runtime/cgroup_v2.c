@@ -1,11 +1,17 @@
 /* The cgroup v2 driver: one unified hierarchy, controllers passed down
  * through cgroup.subtree_control, limits in the v2 file names and units. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <linux/bpf.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "cgroup_driver.h"
+#include "cleanup.h"
 #include "log.h"
 
 #define CPU_PERIOD_DEFAULT 100000 /* µs, the kernel's default */
@@ -142,6 +148,53 @@ static int v2_cpu(const struct cg_dir *d, const struct coil_resources *res,
   return 0;
 }
 
+static int bpf(int cmd, union bpf_attr *attr) {
+  return (int)syscall(SYS_bpf, cmd, attr, sizeof *attr);
+}
+
+/* cgroup v2 has no devices controller: the kernel asks the device programs
+ * attached to the cgroup and its ancestors. ALLOW_MULTI keeps those of the
+ * ancestors in force (all must allow) and lets a delegated parent attach
+ * its own. The attachment holds the program; the cgroup's removal frees it.
+ * A plain directory (a test's fake tree) cannot hold one. */
+static int v2_devices(const struct cg_dir *d, const struct dev_policy *p,
+                      struct coil_error *err) {
+  static const char field[] = "linux.resources.devices";
+  if (!d->kernel)
+    return 0;
+  struct bpf_insn *insns;
+  size_t n;
+  if (dev_policy_bpf(p, &insns, &n, err) < 0)
+    return -1;
+  union bpf_attr load = {
+      .prog_type = BPF_PROG_TYPE_CGROUP_DEVICE,
+      .insn_cnt = (uint32_t)n,
+      .insns = (uint64_t)(uintptr_t)insns,
+      .license = (uint64_t)(uintptr_t) "Apache-2.0",
+      .expected_attach_type = BPF_CGROUP_DEVICE,
+  };
+  cleanup_close int prog = bpf(BPF_PROG_LOAD, &load);
+  int load_errno = errno;
+  free(insns);
+  if (prog < 0)
+    return coil_error_sys(err, load_errno, "%s: load the device program (bpf)",
+                          field);
+  cleanup_close int dir = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0)
+    return coil_error_sys(err, errno, "%s: open %s", field, d->path);
+  union bpf_attr attach = {
+      .target_fd = (uint32_t)dir,
+      .attach_bpf_fd = (uint32_t)prog,
+      .attach_type = BPF_CGROUP_DEVICE,
+      .attach_flags = BPF_F_ALLOW_MULTI,
+  };
+  if (bpf(BPF_PROG_ATTACH, &attach) < 0)
+    return coil_error_sys(err, errno,
+                          "%s: attach the device program to %s (bpf)", field,
+                          d->path);
+  return 0;
+}
+
 const struct cg_driver cg_driver_v2 = {
     .name = "v2",
     .oom_file = "memory.events",
@@ -149,4 +202,5 @@ const struct cg_driver cg_driver_v2 = {
     .init_level = v2_init_level,
     .memory = v2_memory,
     .cpu = v2_cpu,
+    .devices = v2_devices,
 };

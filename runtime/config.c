@@ -232,13 +232,41 @@ static const struct jw_field hugepage_fields[] = {
 static const struct jw_object hugepage_obj =
     JW_TABLE(struct coil_hugepage_limit, hugepage_fields, NULL);
 
-/* devices, blockIO, network, rdma, unified: not enforced by coil, ignored. */
+static int check_device_access(struct jw_walk *w, const char *s) {
+  char safe[32];
+  if (s[strspn(s, "rwm")])
+    return jw_fail(w, "\"%s\": expected letters of \"rwm\"",
+                   jw_printable(safe, sizeof safe, s));
+  return 0;
+}
+
+static const char *const device_rule_types[] = {"a", "b", "c", NULL};
+
+/* allow and access are required as runc requires them; -1 is "any" too. */
+static const struct jw_field device_rule_fields[] = {
+    JW_ROW("allow", JW_BOOL, JW_REQUIRED,
+           JW_OFF(struct coil_device_rule, allow, bool), JW_NO_OFF, JW_NO_OFF,
+           0, 0, NULL, NULL),
+    JW_ENUM("type", struct coil_device_rule, type, 0, device_rule_types),
+    JW_INT64("major", struct coil_device_rule, major,
+             JW_HAS(struct coil_device_rule, has_major), -1, 0),
+    JW_INT64("minor", struct coil_device_rule, minor,
+             JW_HAS(struct coil_device_rule, has_minor), -1, 0),
+    JW_VALIDATED("access", struct coil_device_rule, access,
+                 JW_REQUIRED | JW_NONEMPTY, check_device_access),
+};
+static const struct jw_object device_rule_obj =
+    JW_TABLE(struct coil_device_rule, device_rule_fields, NULL);
+
+/* blockIO, network, rdma, unified: not enforced by coil, ignored. */
 static const struct jw_field resources_fields[] = {
     JW_FLAT("memory", JW_NO_OFF, 0, &memory_obj),
     JW_FLAT("pids", JW_NO_OFF, 0, &pids_obj),
     JW_FLAT("cpu", JW_NO_OFF, 0, &cpu_obj),
     JW_LIST("hugepageLimits", res_t, hugepage_limits, n_hugepage_limits,
             struct coil_hugepage_limit, 0, &hugepage_obj),
+    JW_LIST("devices", res_t, devices, n_devices, struct coil_device_rule, 0,
+            &device_rule_obj),
 };
 static const struct jw_object resources_obj =
     JW_TABLE(res_t, resources_fields, NULL);

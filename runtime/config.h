@@ -110,6 +110,15 @@ struct coil_hugepage_limit {
   uint64_t limit;
 };
 
+/* linux.resources.devices[i]: one device cgroup rule (device_policy.c). */
+struct coil_device_rule {
+  bool allow;
+  char *type;                /* "a", "b" or "c"; NULL = "a" */
+  bool has_major, has_minor; /* absent = any */
+  int64_t major, minor;      /* -1 = any */
+  char *access;              /* non-empty, of "rwm" */
+};
+
 struct coil_resources {
   bool has_memory_limit, has_memory_reservation, has_memory_swap;
   int64_t memory_limit, memory_reservation, memory_swap; /* bytes; -1 = max */
@@ -123,6 +132,8 @@ struct coil_resources {
   char *cpu_mems;
   struct coil_hugepage_limit *hugepage_limits;
   size_t n_hugepage_limits;
+  struct coil_device_rule *devices;
+  size_t n_devices;
 };
 
 struct coil_seccomp_arg {

@@ -23,6 +23,7 @@
 #include "cleanup.h"
 #include "config.h"
 #include "deadline.h"
+#include "device_policy.h"
 #include "hooks.h"
 #include "id.h"
 #include "init.h"
@@ -463,6 +464,11 @@ static int container_create_parsed(const struct coil_create_opts *o,
   if (!payload->own_seccomp && cfg->lnx.has_seccomp &&
       seccomp_profile_build(&cfg->lnx.seccomp, &sp, err) < 0)
     return -1;
+  /* Only the cgroup layer switched off (sandbox.disable) goes without. */
+  bool cgroups = !payload->no_cgroup;
+  struct dev_policy devices __attribute__((cleanup(dev_policy_free))) = {0};
+  if (cgroups && dev_policy_for_config(&cfg->lnx, &devices, err) < 0)
+    return -1;
 
   struct create_ctx x = {.o = o,
                          .dir = COIL_STATE_DIR_INIT,
@@ -480,16 +486,14 @@ static int container_create_parsed(const struct coil_create_opts *o,
   id_dirname(o->id, cgroup_name);
   const struct coil_resources *res =
       cfg->lnx.has_resources ? &cfg->lnx.resources : NULL;
-  /* Only the cgroup layer switched off (sandbox.disable) goes without. */
-  bool cgroups = !payload->no_cgroup;
   /* Until create finishes the state says "creating" and names what it is
    * about to make, so a create killed midway leaves nothing delete cannot
    * find. */
   cleanup_free char *planned = NULL;
   if (cgroups) {
     cleanup_cgroup struct coil_cgroup *plan = NULL;
-    if (cgroup_plan(NULL, cfg->lnx.cgroups_path, cgroup_name, res, &plan, err) <
-        0)
+    if (cgroup_plan(NULL, cfg->lnx.cgroups_path, cgroup_name, res, &devices,
+                    &plan, err) < 0)
       return -1;
     planned = cgroup_serialize(plan);
     if (!planned)
@@ -506,8 +510,8 @@ static int container_create_parsed(const struct coil_create_opts *o,
   x.dirfd = x.dir.fd;
   int r = state_write_file(x.dirfd, "config.json", raw, raw_len, err);
   if (r == 0 && cgroups)
-    r = cgroup_create(NULL, cfg->lnx.cgroups_path, cgroup_name, res, &x.cg,
-                      err);
+    r = cgroup_create(NULL, cfg->lnx.cgroups_path, cgroup_name, res, &devices,
+                      &x.cg, err);
   cleanup_free char *cg_text = NULL;
   if (r == 0 && x.cg) {
     cg_text = cgroup_serialize(x.cg);

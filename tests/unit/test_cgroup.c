@@ -19,6 +19,7 @@
 
 #include "cgroup.h"
 #include "cgroup_driver.h"
+#include "device_policy.h"
 #include "tap.h"
 
 /* tap.h's ok() evaluates its condition twice: calls with effects go first,
@@ -171,7 +172,7 @@ static void test_v2_full(void) {
   r.n_hugepage_limits = 1;
   struct coil_cgroup *cg = NULL;
   struct coil_error err = {0};
-  int rc = cgroup_create(&env, NULL, "c1", &r, &cg, &err);
+  int rc = cgroup_create(&env, NULL, "c1", &r, NULL, &cg, &err);
   ok(rc == 0, "v2: create with every limit (%s)", rc ? err.msg : "ok");
   if (rc)
     return;
@@ -250,7 +251,7 @@ static void test_v2_paths(void) {
   struct coil_cgroup *cg = NULL;
   struct coil_error err = {0};
 
-  int rc = cgroup_create(&env, "a/b", "ignored", NULL, &cg, &err);
+  int rc = cgroup_create(&env, "a/b", "ignored", NULL, NULL, &cg, &err);
   ok(rc == 0 && !strcmp(cg->dirs[0].path, pf("%s/user.slice/x/coil/a/b", fs)),
      "v2: relative cgroupsPath -> <own cgroup>/coil/<path> (%s)",
      rc ? err.msg : "ok");
@@ -264,7 +265,7 @@ static void test_v2_paths(void) {
     cgroup_free(cg);
   }
 
-  rc = cgroup_create(&env, "/abs/c3", "ignored", NULL, &cg, &err);
+  rc = cgroup_create(&env, "/abs/c3", "ignored", NULL, NULL, &cg, &err);
   ok(rc == 0 && !strcmp(cg->dirs[0].path, pf("%s/abs/c3", fs)),
      "v2: absolute cgroupsPath -> <root>/<path> (%s)", rc ? err.msg : "ok");
   is_str(get(pf("%s/cgroup.subtree_control", fs)), "+memory +pids +cpu +cpuset",
@@ -280,7 +281,7 @@ static void test_v2_paths(void) {
   }
 
   mkdirs(pf("%s/pre", fs));
-  rc = cgroup_create(&env, "/pre/c4", "ignored", NULL, &cg, &err);
+  rc = cgroup_create(&env, "/pre/c4", "ignored", NULL, NULL, &cg, &err);
   ok(rc == 0, "v2: absolute below an existing cgroup (%s)",
      rc ? err.msg : "ok");
   if (rc == 0) {
@@ -296,7 +297,7 @@ static const char *v2_value(struct coil_cgroup_env *env,
                             const struct coil_resources *r, const char *file) {
   struct coil_cgroup *cg = NULL;
   struct coil_error err = {0};
-  if (cgroup_create(env, NULL, "v", r, &cg, &err) < 0) {
+  if (cgroup_create(env, NULL, "v", r, NULL, &cg, &err) < 0) {
     printf("# create: %s\n", err.msg);
     return NULL;
   }
@@ -353,15 +354,15 @@ static void test_v2_errors(void) {
                                     "a/",     "/",    "",      "./a"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     err.msg[0] = '\0';
-    int rc = cgroup_create(&env, bad[i], "id", NULL, &cg, &err);
+    int rc = cgroup_create(&env, bad[i], "id", NULL, NULL, &cg, &err);
     ok(rc < 0 && cg == NULL && has(err.msg, "linux.cgroupsPath"),
        "v2: cgroupsPath \"%s\" rejected: %s", bad[i], err.msg);
   }
-  int rc =
-      cgroup_create(&env, "system.slice:docker:abc", "id", NULL, &cg, &err);
+  int rc = cgroup_create(&env, "system.slice:docker:abc", "id", NULL, NULL, &cg,
+                         &err);
   ok(rc < 0 && has(err.msg, "linux.cgroupsPath") && has(err.msg, "systemd"),
      "v2: systemd slice form rejected: %s", err.msg);
-  rc = cgroup_create(&env, NULL, "a/b/../../..", NULL, &cg, &err);
+  rc = cgroup_create(&env, NULL, "a/b/../../..", NULL, NULL, &cg, &err);
   ok(rc < 0 && has(err.msg, "container id"), "v2: bad id rejected: %s",
      err.msg);
   ok(!exists(pf("%s/user.slice/x/coil", fs)) && !exists(pf("%s/a", fs)),
@@ -372,7 +373,7 @@ static void test_v2_errors(void) {
                              .memory_limit = 64 << 20,
                              .has_memory_swap = true,
                              .memory_swap = 32 << 20};
-  rc = cgroup_create(&env, NULL, "rb", &r, &cg, &err);
+  rc = cgroup_create(&env, NULL, "rb", &r, NULL, &cg, &err);
   ok(rc < 0 && has(err.msg, "linux.resources.memory.swap"),
      "v2: swap below the memory limit fails: %s", err.msg);
   ok(!exists(pf("%s/user.slice/x/coil", fs)), "v2: rolled back completely");
@@ -385,13 +386,13 @@ static void test_v2_errors(void) {
   mkdir(stc, 0755);
   r = (struct coil_resources){.has_memory_limit = true,
                               .memory_limit = 1 << 20};
-  rc = cgroup_create(&env, NULL, "rb2", &r, &cg, &err);
+  rc = cgroup_create(&env, NULL, "rb2", &r, NULL, &cg, &err);
   ok(rc < 0 && has(err.msg, "linux.resources.memory.limit") &&
          has(err.msg, "cgroup.subtree_control"),
      "v2: failed write names field and file: %s", err.msg);
   ok(!exists(pf("%s/user.slice/x/coil", fs)), "v2: rolled back completely");
   /* Without limits the controllers that cannot be enabled are dropped. */
-  rc = cgroup_create(&env, NULL, "rb3", NULL, &cg, &err);
+  rc = cgroup_create(&env, NULL, "rb3", NULL, NULL, &cg, &err);
   char *s = rc == 0 ? cgroup_serialize(cg) : NULL;
   ok(rc == 0 && has(s, " v2:-:"),
      "v2: controllers nobody needs are dropped when they cannot be enabled: "
@@ -405,7 +406,7 @@ static void test_v2_errors(void) {
   put(stc, "");
 
   mkdirs(pf("%s/user.slice/x/coil/dup", fs));
-  rc = cgroup_create(&env, NULL, "dup", NULL, &cg, &err);
+  rc = cgroup_create(&env, NULL, "dup", NULL, NULL, &cg, &err);
   ok(rc < 0 && has(err.msg, "already exists"), "v2: existing cgroup: %s",
      err.msg);
   ok(exists(pf("%s/user.slice/x/coil/dup", fs)),
@@ -416,13 +417,13 @@ static void test_v2_errors(void) {
   char ps[] = "2XB";
   struct coil_hugepage_limit huge = {.page_size = ps, .limit = 1};
   r = (struct coil_resources){.hugepage_limits = &huge, .n_hugepage_limits = 1};
-  rc = cgroup_create(&env, NULL, "hp", &r, &cg, &err);
+  rc = cgroup_create(&env, NULL, "hp", &r, NULL, &cg, &err);
   ok(rc < 0 && has(err.msg, "hugepageLimits[0].pageSize"),
      "v2: bad page size: %s", err.msg);
 
   env = v2_tree("cpu memory\n");
   r = (struct coil_resources){.has_pids_limit = true, .pids_limit = 5};
-  rc = cgroup_create(&env, NULL, "np", &r, &cg, &err);
+  rc = cgroup_create(&env, NULL, "np", &r, NULL, &cg, &err);
   ok(rc < 0 && has(err.msg, "linux.resources.pids.limit") &&
          has(err.msg, "no pids"),
      "v2: limit for a controller the host lacks: %s", err.msg);
@@ -501,7 +502,7 @@ static void test_hybrid(void) {
   struct coil_resources r = mem_cpu_limits(0, 512);
   struct coil_cgroup *cg = NULL;
   struct coil_error err = {0};
-  int rc = cgroup_create(&env, NULL, "h1", &r, &cg, &err);
+  int rc = cgroup_create(&env, NULL, "h1", &r, NULL, &cg, &err);
   ok(rc == 0, "hybrid: create (%s)", rc ? err.msg : "ok");
   if (rc)
     return;
@@ -578,7 +579,7 @@ static void test_hybrid(void) {
                               .cpu_mems = mems,
                               .has_cpu_quota = true,
                               .cpu_quota = -1};
-  rc = cgroup_create(&env, NULL, "h2", &r, &cg, &err);
+  rc = cgroup_create(&env, NULL, "h2", &r, NULL, &cg, &err);
   ok(rc == 0, "hybrid: create with cpuset limits (%s)", rc ? err.msg : "ok");
   if (rc == 0) {
     is_str(get(pf("%s/cpuset/coil/h2/cpuset.cpus", fs)), "1",
@@ -596,7 +597,7 @@ static void test_hybrid(void) {
                               .has_memory_swap = true,
                               .memory_swap = 2 << 20};
   printf("# a warning about swap accounting is expected next\n");
-  rc = cgroup_create(&env, NULL, "h3", &r, &cg, &err);
+  rc = cgroup_create(&env, NULL, "h3", &r, NULL, &cg, &err);
   ok(rc == 0 &&
          !exists(pf("%s/memory/mem/x/coil/h3/memory.memsw.limit_in_bytes", fs)),
      "v1: no swap accounting: swap skipped with a warning (%s)",
@@ -608,7 +609,7 @@ static void test_hybrid(void) {
   char ps[] = "2MB";
   struct coil_hugepage_limit huge = {.page_size = ps, .limit = 4194304};
   r = (struct coil_resources){.hugepage_limits = &huge, .n_hugepage_limits = 1};
-  rc = cgroup_create(&env, NULL, "h4", &r, &cg, &err);
+  rc = cgroup_create(&env, NULL, "h4", &r, NULL, &cg, &err);
   ok(rc == 0, "hybrid: hugetlb through unified (%s)", rc ? err.msg : "ok");
   if (rc == 0) {
     is_str(get(pf("%s/unified/coil/h4/hugetlb.2MB.max", fs)), "4194304",
@@ -623,7 +624,7 @@ static void test_hybrid(void) {
   snprintf(cm, sizeof cm, "%s", pf("%s/cpuset/cpuset.mems", fs));
   unlink(cm);
   mkdir(cm, 0755);
-  rc = cgroup_create(&env, NULL, "h5", NULL, &cg, &err);
+  rc = cgroup_create(&env, NULL, "h5", NULL, NULL, &cg, &err);
   ok(rc < 0 && has(err.msg, "cpuset.mems"), "hybrid: failing cpuset copy: %s",
      err.msg);
   ok(hybrid_coil_gone(fs), "hybrid: rolled back in every hierarchy");
@@ -631,7 +632,7 @@ static void test_hybrid(void) {
 
   env = hybrid_tree(true);
   fs = env.fs_root;
-  rc = cgroup_create(&env, "/co", "ignored", NULL, &cg, &err);
+  rc = cgroup_create(&env, "/co", "ignored", NULL, NULL, &cg, &err);
   s = rc == 0 ? cgroup_serialize(cg) : NULL;
   ok(rc == 0 && has(s, "v1:cpu,cpuacct:0:") && cg->n == 5,
      "hybrid: co-mounted cpu,cpuacct is one hierarchy: %s", s ? s : err.msg);
@@ -647,7 +648,7 @@ static void test_hybrid(void) {
 
   r = (struct coil_resources){.hugepage_limits = &huge, .n_hugepage_limits = 1};
   put(pf("%s/unified/cgroup.controllers", fs), "\n");
-  rc = cgroup_create(&env, NULL, "nh", &r, &cg, &err);
+  rc = cgroup_create(&env, NULL, "nh", &r, NULL, &cg, &err);
   ok(rc < 0 && has(err.msg, "linux.resources.hugepageLimits") &&
          has(err.msg, "no hugetlb"),
      "hybrid: hugepageLimits without hugetlb: %s", err.msg);
@@ -661,13 +662,13 @@ static void test_plan(void) {
   struct coil_resources r = mem_cpu_limits(0, 512);
   struct coil_cgroup *plan = NULL, *cg = NULL;
   struct coil_error err = {0};
-  int rc = cgroup_plan(&env, NULL, "p1", &r, &plan, &err);
+  int rc = cgroup_plan(&env, NULL, "p1", &r, NULL, &plan, &err);
   ok(rc == 0, "plan: relative (%s)", rc ? err.msg : "ok");
   if (rc)
     return;
   ok(!exists(pf("%s/memory/mem/x/coil", fs)), "plan: makes no directory");
   ok(cgroup_destroy(plan, &err) == 0, "plan: destroying a plan not made");
-  rc = cgroup_create(&env, NULL, "p1", &r, &cg, &err);
+  rc = cgroup_create(&env, NULL, "p1", &r, NULL, &cg, &err);
   char *planned = cgroup_serialize(plan);
   char *made = rc == 0 ? cgroup_serialize(cg) : NULL;
   ok(planned && made && strcmp(planned, made) == 0,
@@ -682,15 +683,61 @@ static void test_plan(void) {
   }
   cgroup_free(plan);
 
-  rc = cgroup_plan(&env, "/abs/p2", "ignored", NULL, &plan, &err);
+  rc = cgroup_plan(&env, "/abs/p2", "ignored", NULL, NULL, &plan, &err);
   planned = rc == 0 ? cgroup_serialize(plan) : NULL;
   ok(has(planned, ":0:") && has(planned, "/memory/abs/p2"),
      "plan: absolute path, owning only its last level: %s",
      planned ? planned : err.msg);
   free(planned);
   cgroup_free(plan);
-  ok(cgroup_plan(&env, "a/../..", "id", NULL, &plan, &err) < 0,
+  ok(cgroup_plan(&env, "a/../..", "id", NULL, NULL, &plan, &err) < 0,
      "plan: checks the path as create does: %s", err.msg);
+}
+
+/* A device policy: the v1 devices cgroup is made and written (in a plain
+ * tree each write replaces the file, so the last line is what remains);
+ * a v2 directory that is no cgroup gets no program; a host with neither
+ * refuses. */
+static void test_devices_fake(void) {
+  struct coil_cgroup_env env = hybrid_tree(false);
+  const char *fs = env.fs_root;
+  struct dev_rule rules[] = {
+      {'c', 1, 3, DEV_READ | DEV_WRITE, true, DEV_SRC_CONFIG, 0},
+      {'b', 7, DEV_ANY, DEV_READ, true, DEV_SRC_CONFIG, 1},
+  };
+  struct dev_policy p;
+  struct coil_error err = {0};
+  int rc = dev_policy_build(rules, 2, &p, &err);
+  ok(rc == 0, "devices: policy (%s)", rc ? err.msg : "ok");
+  if (rc)
+    return;
+  struct coil_cgroup *cg = NULL;
+  rc = cgroup_create(&env, NULL, "d1", NULL, &p, &cg, &err);
+  ok(rc == 0, "devices: hybrid create (%s)", rc ? err.msg : "ok");
+  if (rc == 0) {
+    is_str(get(pf("%s/devices/coil/d1/devices.deny", fs)), "a",
+           "devices: v1 devices.deny reset to deny everything");
+    is_str(get(pf("%s/devices/coil/d1/devices.allow", fs)), "b 7:* r",
+           "devices: v1 devices.allow written, the last exception last");
+    ok(cg->n == 7, "devices: the devices hierarchy joins the 6 others: %zu",
+       cg->n);
+    ok(exists(pf("%s/unified/coil/d1", fs)) &&
+           !exists(pf("%s/unified/coil/d1/devices.allow", fs)),
+       "devices: a plain v2 directory gets no files");
+    destroy_free(cg, &err);
+    ok(!exists(pf("%s/devices/coil", fs)),
+       "devices: v1 devices cgroup removed");
+  }
+
+  env = fresh_env();
+  put(pf("%s/memory/cgroup.procs", env.fs_root), "1\n");
+  put(env.proc_self_cgroup, "4:memory:/\n");
+  rc = cgroup_create(&env, NULL, "d2", NULL, &p, &cg, &err);
+  ok(rc < 0 && has(err.msg, "linux.resources.devices") &&
+         !exists(pf("%s/memory/coil", env.fs_root)),
+     "devices: a host with neither layer refuses, leaving nothing (%s)",
+     err.msg);
+  dev_policy_free(&p);
 }
 
 /* Below this process's own cgroups on the real host, cleaned up after. */
@@ -710,7 +757,7 @@ static void test_real(void) {
                              .pids_limit = 16};
   struct coil_cgroup *cg = NULL;
   struct coil_error err = {0};
-  int rc = cgroup_create(NULL, NULL, id, &r, &cg, &err);
+  int rc = cgroup_create(NULL, NULL, id, &r, NULL, &cg, &err);
   ok(rc == 0, "real: create %s (%s)", id, rc ? err.msg : "ok");
   if (rc)
     return;
@@ -788,6 +835,7 @@ int main(void) {
   test_v2_errors();
   test_hybrid();
   test_plan();
+  test_devices_fake();
   test_real();
   rm_rf(tmp);
   return tap_done();
