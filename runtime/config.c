@@ -352,7 +352,8 @@ static const struct jw_object linux_obj =
 
 /* ---- sandbox (coil's extension) ---------------------------------------- */
 
-/* The layers a bundle may switch off one at a time (DESIGN.md). */
+/* The layers a bundle may switch off one at a time (docs/design.md,
+ * Layers). */
 static const char *const sandbox_layers[] = {
     "userns",   "pidns",   "netns", "mountns",  "cgroup", "rlimits", "caps",
     "landlock", "seccomp", "audit", "builtins", "ast",    NULL};

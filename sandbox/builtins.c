@@ -1,11 +1,11 @@
-/* The builtins user code runs with (gate-design 3.2): a fresh dict holding
- * exactly the allow list, never a copy of the builtins module (its
+/* The builtins user code runs with (docs/gate.md, Builtins): a fresh dict
+ * holding exactly the allow list, never a copy of the builtins module (its
  * __loader__ is BuiltinImporter; without __build_class__ a class statement
  * fails even if the AST layer is bypassed). Builtin functions are wrapped in
  * the attribute-less proxy because len.__self__ is the builtins module;
  * types and exceptions cannot be wrapped and are limited by the AST layer.
  * Also here: print() into a bounded capture buffer (stdout carries the
- * response) and the __import__ shim of 3.4. */
+ * response) and the __import__ shim (docs/gate.md, Import shim). */
 #include "embed.h"
 #include "guest.h"
 

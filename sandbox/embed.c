@@ -18,7 +18,7 @@ static int status_error(PyStatus st, const char *what, struct coil_error *err) {
                         st.err_msg ? st.err_msg : "failed");
 }
 
-/* Every field below is set for a reason given in gate-design.md 1.2: no
+/* Every field below is set for a reason given in docs/gate.md, Embedding: no
  * environment, no site, no bytecode writes, no signal handlers, no $PATH
  * walk, a fixed module path, and the int-to-str digit limit. */
 int embed_init(const char *prefix, struct coil_error *err) {

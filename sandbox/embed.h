@@ -1,5 +1,5 @@
 /* Starting the embedded interpreter with the exact isolated configuration of
- * gate-design.md section 1.2. */
+ * docs/gate.md, Embedding. */
 #ifndef COIL_EMBED_H
 #define COIL_EMBED_H
 

@@ -1,6 +1,6 @@
 /* The static gate: C owns the bytes (size cap, strict UTF-8, NUL), the
  * embedded Python policy (gate_policy.py) owns parsing, the AST allowlist
- * and compiling the checked tree. See gate-design.md section 2. */
+ * and compiling the checked tree. See docs/gate.md, AST allowlist. */
 #include "gate.h"
 #include "embed.h"
 

@@ -1,4 +1,4 @@
-"""coil's static gate policy (gate-design.md section 2).
+"""coil's static gate policy (docs/gate.md, AST allowlist).
 
 Embedded into the coil binary at build time and run by sandbox/gate.c in the
 TRUSTED phase: the C side execs this source into a private dict and keeps
@@ -18,7 +18,7 @@ check(src, filename, max_nodes, max_depth, check_ast)
 import _ast
 
 # The helpers user code may import and the members each namespace exposes
-# (gate-design 3.3). sandbox/gate.c checks the keys against
+# (docs/gate.md, Helpers). sandbox/gate.c checks the keys against
 # gate_helper_names when it loads this policy.
 HELPER_MEMBERS = {
     "json": ("loads", "dumps"),
@@ -53,7 +53,8 @@ HELPER_MEMBERS = {
 HELPER_LIST = ", ".join(HELPER_MEMBERS)
 
 # urlsplit/urlparse and ipaddress results are handed to user code as plain
-# records with these fields (gate-design 3.3: never the Python classes).
+# records with these fields, never as the Python classes, whose methods
+# lead to module globals (docs/gate.md, Helpers).
 RECORD_FIELDS = ("scheme", "netloc", "path", "params", "query", "fragment",
                  "username", "password", "hostname", "port",
                  "version", "compressed", "exploded", "packed", "is_private",
@@ -63,7 +64,7 @@ RECORD_FIELDS = ("scheme", "netloc", "path", "params", "query", "fragment",
                  "with_prefixlen")
 
 # Defence in depth: none of these is in the restricted builtins; if one is
-# ever added by mistake, the gate still refuses to name it (2.3).
+# ever added by mistake, the gate still refuses to name it.
 NAME_DENYLIST = frozenset((
     "getattr", "setattr", "delattr", "hasattr", "vars", "dir", "globals",
     "locals", "type", "object", "super", "eval", "exec", "compile", "open",
@@ -72,7 +73,7 @@ NAME_DENYLIST = frozenset((
     "BaseExceptionGroup"))
 
 # Data-driven lookups (format), class/frame/generator/traceback/code
-# internals that need no underscore (2.3, 2.6).
+# internals that need no underscore (docs/gate.md, Attribute allowlist).
 ATTR_DENYLIST = frozenset((
     "format", "format_map", "mro", "obj", "with_traceback", "gi_frame",
     "gi_code", "gi_yieldfrom", "gi_running", "cr_frame", "cr_code", "cr_await",
@@ -145,8 +146,8 @@ ATTR_ALLOWLIST = frozenset((
 ))
 # END generated
 
-# Node types that are refused, with what the user is told (2.2). A type in
-# neither table is refused too, with its AST name.
+# Node types that are refused, with what the user is told (docs/gate.md,
+# Node types). A type in neither table is refused too, with its AST name.
 DENIED = {
     _ast.ClassDef: "class definitions are not allowed",
     _ast.AsyncFunctionDef: "async functions are not allowed",
@@ -183,7 +184,7 @@ def _denied_name(s, word):
 
 
 def _identifier(s, word):
-    """The generic rule for every identifier (2.3): a problem or None."""
+    """The generic rule for every identifier: a problem or None."""
     if s == "_":
         return None
     if not s.isidentifier():
@@ -247,9 +248,9 @@ def _comprehension(node, pos, add, uses):
 # str(b, enc), bytes(s, enc), bytearray(s, enc)). The interpreter encodes
 # and decodes UTF-8, ASCII and Latin-1 without a codec lookup, so only other
 # (or non-constant) encodings need the codec modules pre-imported
-# (gate-design 1.5). A codec method called through another name
-# (e = s.encode; e("idna")) is not seen: that lookup fails cleanly after
-# lockdown.
+# (docs/gate.md, Lockdown and pre-imports). A codec method called through
+# another name (e = s.encode; e("idna")) is not seen: that lookup fails
+# cleanly after lockdown.
 CODEC_ATTRS = frozenset(("encode", "decode"))
 CODEC_CALLS = frozenset(("str", "bytes", "bytearray"))
 FAST_CODECS = frozenset(("utf-8", "utf8", "utf_8", "ascii", "us-ascii",
@@ -484,7 +485,7 @@ def check(src, filename, max_nodes, max_depth, check_ast):
     except SyntaxError as e:
         return [_syntax_error(e)], [], None, False
     except (RecursionError, MemoryError):
-        # The parser's own stack guards (2.5): deep `-`, `not`, `a.a.a`...
+        # The parser's own stack guards: deep `-`, `not`, `a.a.a`...
         return ([(0, 0, "the code is nested too deeply to parse")], [], None,
                 False)
     uses = set()

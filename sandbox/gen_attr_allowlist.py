@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Regenerates ATTR_ALLOWLIST in sandbox/gate_policy.py (gate-design 2.3).
+"""Regenerates ATTR_ALLOWLIST in sandbox/gate_policy.py (docs/gate.md,
+Attribute allowlist).
 
 The allowlist is every public attribute of the types user code can hold,
 plus the helper member names, the `parse` step of `urllib.parse` and the

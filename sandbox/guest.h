@@ -12,8 +12,8 @@
 #include "error.h"
 
 /* Imports what would otherwise be imported lazily after lockdown: with
- * codecs, the codec list of gate-design 1.5 (encodings.{ascii,latin_1,idna,
- * punycode,utf_16,utf_32,cp1252}); for each named helper its real module
+ * codecs, the codecs benign code looks up by name (encodings.{ascii,latin_1,
+ * idna,punycode,utf_16,utf_32,cp1252}); for each named helper its real module
  * and that module's own lazy imports (_strptime for datetime, ...). */
 int guest_preimport(const char *const *helpers, size_t n, bool codecs,
                     struct coil_error *err);

@@ -1,6 +1,6 @@
-/* The helper namespaces user code can import (gate-design 3.3). Each is a
- * coil.namespace whose members are listed here; nothing else of the real
- * module is reachable. How each member is exposed, and what it returns:
+/* The helper namespaces user code can import (docs/gate.md, Helpers). Each
+ * is a coil.namespace whose members are listed here; nothing else of the
+ * real module is reachable. How each member is exposed, and what it returns:
  *
  * helper        member                       wrap  returns
  * ------------  ---------------------------  ----  -----------------------
@@ -564,10 +564,11 @@ static const struct helper {
     {"ipaddress", "ipaddress", NULL, ipaddress_members},
 };
 
-/* gate-design 1.5: the codecs benign code looks up by name (str.encode,
- * bytes.decode). Importing them costs more than the interpreter start-up
- * (encodings.idna pulls in re), so only when the gate saw a codec lookup;
- * without them such a lookup fails cleanly after lockdown. */
+/* The codecs benign code looks up by name (str.encode, bytes.decode;
+ * docs/gate.md, Lockdown and pre-imports). Importing them costs more than
+ * the interpreter start-up (encodings.idna pulls in re), so only when the
+ * gate saw a codec lookup; without them such a lookup fails cleanly after
+ * lockdown. */
 static const char codec_preimport[] =
     "encodings.ascii encodings.latin_1 encodings.idna encodings.punycode "
     "encodings.utf_16 encodings.utf_32 encodings.cp1252";

@@ -1,5 +1,5 @@
 /* The three C types user code holds in place of Python-level objects
- * (gate-design 3.3):
+ * (docs/gate.md, Helpers):
  *   proxy     wraps exactly one callable and forwards calls; it answers no
  *             attribute at all, so the target's __self__ (len.__self__ is the
  *             builtins module), __globals__, __module__ ... stay hidden;

@@ -42,8 +42,9 @@ DYNLOAD = STDLIB + "/lib-dynload"
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
 EPOCH = int(os.environ.get("SOURCE_DATE_EPOCH", "1672531200"))  # 2023-01-01
 
-# The helpers user code may import (gate-design.md 3.3) and the modules coil
-# pre-imports because the stdlib would import them lazily after lockdown (1.5).
+# The helpers user code may import (docs/gate.md, Helpers) and the modules
+# coil pre-imports because the stdlib would import them lazily after lockdown
+# (docs/gate.md, Lockdown and pre-imports).
 HELPERS = ["json", "re", "base64", "hashlib", "hmac", "math", "struct",
            "binascii", "ipaddress", "datetime", "urllib.parse"]
 PREIMPORT = ["_strptime", "encodings.ascii", "encodings.latin_1",
@@ -78,7 +79,8 @@ PROBE = (
     "    if origin and origin.startswith('/'):\n"
     "        out.append(origin)\n"
     "print(json.dumps(sorted(out)))\n")
-# Read by init itself before anything is imported (gate-design.md 1.3).
+# Read by init itself before anything is imported: the rest of start-up is
+# frozen into libpython (docs/gate.md, Lockdown and pre-imports).
 ALWAYS = ["encodings/__init__.py", "encodings/aliases.py", "encodings/utf_8.py"]
 FORBIDDEN = ("_ctypes", "_testcapi", "_testinternalcapi", "_xxsubinterpreters",
              "mmap")

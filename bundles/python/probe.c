@@ -1,8 +1,8 @@
 /* Smoke test of the default rootfs without coil (bundles/Makefile `smoke`).
  * probe ROOTFS SCRIPT: reads SCRIPT, chroots into ROOTFS, drops to uid/gid
  * 65534, initialises the embedded libpython3.11 with the configuration of
- * gate-design.md 1.2 and runs SCRIPT. Run it in a private mount namespace
- * with ROOTFS bound read-only. Not shipped in the rootfs. */
+ * docs/gate.md (Embedding) and runs SCRIPT. Run it in a private mount
+ * namespace with ROOTFS bound read-only. Not shipped in the rootfs. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <grp.h>

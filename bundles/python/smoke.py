@@ -1,5 +1,6 @@
 # Run by probe.c inside the rootfs (bundles/Makefile `smoke`): every helper,
-# every pre-import, and the lazy paths of gate-design.md 1.5 must work.
+# every pre-import, and the lazy imports coil pre-imports must work
+# (docs/gate.md, Lockdown and pre-imports).
 import sys
 import json, re, base64, hashlib, hmac, math, struct, binascii, ipaddress, datetime, urllib.parse
 import _strptime, encodings.ascii, encodings.latin_1, encodings.idna, encodings.punycode

@@ -215,7 +215,7 @@ def test_cpuset():
 
 
 def test_pids_exhaustion_reported():
-    # DESIGN.md: "OOM and pids exhaustion are reported as such"
+    # docs/design.md, Layers: OOM kills and pid exhaustion are reported as such
     r = sh("i=0; while [ $i -lt 100 ]; do sleep 3 & i=$((i+1)); done",
            linux={"resources": {"pids": {"limit": 20}}}, timeout=60)
     coil_lines = [l for l in r.stderr.splitlines() if l.startswith("coil")]

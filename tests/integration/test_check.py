@@ -1,4 +1,5 @@
-"""`coil check FILE`: the static gate alone, as a linter (gate-design 2)."""
+"""`coil check FILE`: the static gate alone, as a linter (docs/gate.md,
+AST allowlist)."""
 
 import os
 import re

@@ -1,8 +1,9 @@
-"""Python sandbox mode: resource limits (issue 3 "Tests", Limits).
+"""Python sandbox mode: resource limits.
 
-Each case ends with its own error type and exit status (DESIGN.md: 1 the
-user code raised, 124 wall clock, 125 coil failed / bad request, 137 memory
-or CPU limit), within a bounded time, and the runner checks afterwards that
+Each case ends with its own error type and exit status (README, Exit codes:
+1 the user code raised, 124 wall clock, 125 coil failed / bad request, 137
+memory or CPU limit), within a bounded time, and the runner checks afterwards
+that
 nothing (mounts, cgroups, processes, state dirs) was left on the host.
 """
 

@@ -1,5 +1,5 @@
-"""Python sandbox mode against the attack corpus (gate-design.md section 5,
-issue 3 "Tests").
+"""Python sandbox mode against the attack corpus (docs/gate.md, Attack
+corpus).
 
 Every attack in python/attacks/ (A01-A23 and the four resource attacks
 X1-X4) defines handle(request) and tries to reach three secrets set up per

@@ -1,6 +1,6 @@
 /* Helpers the unit tests with an embedded interpreter share: starting it in
- * gate-design 1.2's isolated configuration, and the pending exception as
- * text. Static inline, so each test takes only what it uses. */
+ * the isolated configuration of docs/gate.md (Embedding), and the pending
+ * exception as text. Static inline, so each test takes only what it uses. */
 #ifndef COIL_PYEMBED_H
 #define COIL_PYEMBED_H
 

@@ -1,6 +1,6 @@
-/* The static gate (sandbox/gate.c + gate_policy.py): the attack corpus of
- * gate-design section 5, the node and identifier rules, benign handlers,
- * limits and decoding. Runs in a real embedded interpreter.
+/* The static gate (sandbox/gate.c + gate_policy.py): the attack corpus
+ * (docs/gate.md, Attack corpus), the node and identifier rules, benign
+ * handlers, limits and decoding. Runs in a real embedded interpreter.
  *
  * Under ASan, leaks allocated inside libpython are suppressed: the
  * interpreter is never finalised (as in coil), and what it holds at exit is
@@ -68,8 +68,8 @@ static void accepted(const char *name, const char *src) {
   }
 }
 
-/* gate-design section 5, each written as a handler; line is where the
- * core of the attack is. */
+/* The attack corpus (docs/gate.md), each written as a handler; line is
+ * where the core of the attack is. */
 static const struct {
   const char *id, *src;
   int line;
@@ -630,8 +630,8 @@ static void test_policy_private(void) {
 }
 
 int main(void) {
-  /* gate-design 1.2's isolated configuration on the host's Debian Python,
-   * as `coil check` uses it (cmd/check.c). */
+  /* The isolated configuration (docs/gate.md, Embedding) on the host's
+   * Debian Python, as `coil check` uses it (cmd/check.c). */
   if (pyembed_start(L"/usr") < 0) {
     printf("not ok 1 - python initialisation\n");
     return 1;

@@ -1,8 +1,9 @@
-/* The guest namespace on its own (gate-design 3.2-3.5): an interpreter on
- * the host's stdlib, every helper pre-imported, user snippets run with
- * PyRun_String and NO AST gate, so each check shows what this layer holds
- * by itself (the M2 column of gate-design section 5). The reachability walk
- * runs in a separate trusted dict with the real builtins. */
+/* The guest namespace on its own (docs/gate.md, Builtins to Output and
+ * errors): an interpreter on the host's stdlib, every helper pre-imported,
+ * user snippets run with PyRun_String and NO AST gate, so each check shows
+ * what this layer holds by itself (the AST-off outcomes of docs/gate.md,
+ * Attack corpus). The reachability walk runs in a separate trusted dict
+ * with the real builtins. */
 #include <Python.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -113,7 +114,7 @@ static void test_builtins(void) {
       printf("#   present: %s\n", absent[i]);
       clean = false;
     }
-  ok(clean, "no module metadata and none of the absent names of 3.2");
+  ok(clean, "no module metadata and none of the absent names");
   PyObject *len = PyDict_GetItemString(b, "len");
   PyObject *r = len ? PyObject_Repr(len) : NULL;
   is_str(r ? PyUnicode_AsUTF8(r) : NULL, "<coil helper len>", "len is a proxy");
@@ -345,7 +346,7 @@ static void test_print(void) {
   guest_stdout_set_cap(1 << 20, NULL, NULL);
 }
 
-/* ---- attacks without the AST layer (M2) --------------------------------- */
+/* ---- attacks without the AST layer ------------------------------------- */
 
 static void test_attacks(void) {
   char why[512];
@@ -438,7 +439,8 @@ static void test_attacks(void) {
                "ImportError");
 }
 
-/* Every dunder the brief names, on each of the three types: all raise. */
+/* The dunders that lead to modules, globals and code, and the public module
+ * attributes, on each of the three types: all raise. */
 static void test_total_getattr(void) {
   char why[512];
   int rc = run(guest,
@@ -542,7 +544,7 @@ static void test_helper_errors(PyObject *trusted) {
      "tracebacks hold only the user's frames");
 }
 
-/* ---- reachability walk (3.3) -------------------------------------------- */
+/* ---- reachability walk (docs/gate.md, Helpers) ------------------------- */
 
 static PyObject *members_fn(PyObject *self, PyObject *o) {
   (void)self;
