@@ -2,12 +2,31 @@
  * compile. Every input must end in a result (code or violations), never in
  * a gate failure, and a result must be one or the other. */
 #include <Python.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "fuzz.h"
 #include "fuzz_py.h"
 #include "gate.h"
+
+/* The policy runs as Python bytecode, which coverage instrumentation cannot
+ * see: what it decided becomes extra coverage (libFuzzer reads this
+ * section), one counter per distinct violation message with its digits left
+ * out (so the rule and the name it caught, not the place) and per helper
+ * imported, so the mutator keeps inputs that reach new rules. */
+__attribute__((
+    section("__libfuzzer_extra_counters"))) static uint8_t policy_seen[1 << 12];
+
+static void feature(const char *salt, const char *s) {
+  uint32_t h = 2166136261u; /* FNV-1a */
+  for (const char *p = salt; *p; p++)
+    h = (h ^ (unsigned char)*p) * 16777619u;
+  for (; *s; s++)
+    if (*s < '0' || *s > '9')
+      h = (h ^ (unsigned char)*s) * 16777619u;
+  policy_seen[h % sizeof policy_seen] = 1;
+}
 
 static void check(int cond, const char *what, const struct coil_error *err) {
   if (!cond) {
@@ -37,6 +56,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   check(rc == 0, "gate_check failed instead of reporting", &err);
   check((r.code != NULL) != (r.n > 0), "either code or violations", NULL);
   check(!PyErr_Occurred(), "no exception left pending", NULL);
+  for (size_t i = 0; i < r.n; i++)
+    feature("v:", r.v[i].msg);
+  for (size_t i = 0; i < r.n_helpers; i++)
+    feature("h:", r.helpers[i]);
+  feature("c:", r.code ? "compiled" : "refused");
   gate_result_free(&r);
   return 0;
 }
