@@ -84,14 +84,14 @@ build/sandbox/gate.o build-asan/sandbox/gate.o build-clang/sandbox/gate.o: ALL_C
 # ---- fuzzing: libFuzzer harnesses tests/fuzz/fuzz_<name>.c built by clang
 # with ASan+UBSan into build-fuzz/. `make fuzz FUZZ_SECONDS=N` runs each for
 # N seconds (tests/fuzz/run.sh). make check replays every harness's corpus
-# and regressions through plain builds of the same harness
-# (build*/tests/test_fuzz_<name>, tests/fuzz/replay.c's main).
+# and regressions through the unit tests tests/unit/test_fuzz_<name>.c (the
+# same harness with tests/fuzz/replay.c's main, gcc, plain and ASan).
 FUZZ_NAMES := config seccomp protocol gate
 FUZZ_SECONDS ?= 60
 FUZZ_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 FUZZ_LIB_OBJ := $(patsubst %.c,build-fuzz/%.o,$(LIB_SRC))
 FUZZ_BIN := $(patsubst %,build-fuzz/fuzz_%,$(FUZZ_NAMES))
-FUZZ_HDR := $(wildcard tests/fuzz/*.h) runtime/readall.h
+FUZZ_HDR := $(wildcard tests/fuzz/*.h)
 
 fuzz: deps
 	$(MAKE) $(FUZZ_BIN)
@@ -107,16 +107,13 @@ build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ) $(FUZZ_HDR)
 build-fuzz/sandbox/gate.o: build/gen/gate_policy.inc
 build-fuzz/sandbox/gate.o: ALL_CFLAGS += -Ibuild/gen
 
-unit: $(patsubst %,build/tests/test_fuzz_%,$(FUZZ_NAMES))
-unit-asan: $(patsubst %,build-asan/tests/test_fuzz_%,$(FUZZ_NAMES))
-
-build/tests/test_fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIB_OBJ) $(FUZZ_HDR)
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/fuzz -DFUZZ_NAME='"$*"' -o $@ $< tests/fuzz/replay.c $(LIB_OBJ) $(PKG_LIBS)
-
-build-asan/tests/test_fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(ASAN_LIB_OBJ) $(FUZZ_HDR)
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Itests/fuzz -DFUZZ_NAME='"$*"' -o $@ $< tests/fuzz/replay.c $(ASAN_LIB_OBJ) $(PKG_LIBS)
+# tests/unit/test_fuzz_<name>.c includes its harness and replay.c: rebuild
+# those unit tests when either changes.
+FUZZ_REPLAY := $(patsubst %,build/tests/test_fuzz_%,$(FUZZ_NAMES)) \
+               $(patsubst %,build-asan/tests/test_fuzz_%,$(FUZZ_NAMES))
+$(FUZZ_REPLAY): %: tests/fuzz/replay.c $(FUZZ_HDR)
+$(filter build/%,$(FUZZ_REPLAY)): build/tests/test_fuzz_%: tests/fuzz/fuzz_%.c
+$(filter build-asan/%,$(FUZZ_REPLAY)): build-asan/tests/test_fuzz_%: tests/fuzz/fuzz_%.c
 
 -include $(FUZZ_LIB_OBJ:.o=.d)
 

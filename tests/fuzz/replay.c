@@ -1,4 +1,5 @@
-/* A plain main for a harness: feeds it every file of the given directories
+/* A plain main for a harness, compiled with it by tests/unit/test_fuzz_NAME.c
+ * (which defines FUZZ_NAME): feeds it every file of the given directories
  * (or files), one TAP line each, so make check replays the seed corpus and
  * every crash ever found without libFuzzer. A crash or a sanitizer report
  * ends the program, which the TAP runner counts as a failure. Defaults to
