@@ -2,6 +2,7 @@
  * compile. Every input must end in a result (code or violations), never in
  * a gate failure, and a result must be one or the other. */
 #include <Python.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +13,9 @@
 
 /* The policy runs as Python bytecode, which coverage instrumentation cannot
  * see: what it decided becomes extra coverage (libFuzzer reads this
- * section), one counter per distinct violation message with its digits left
- * out (so the rule and the name it caught, not the place) and per helper
+ * section), one counter per distinct violation message with digits and
+ * quoted names left out (so the rule and the node kind, not the place or
+ * the identifier: those would make every mutation new) and per helper
  * imported, so the mutator keeps inputs that reach new rules. */
 __attribute__((
     section("__libfuzzer_extra_counters"))) static uint8_t policy_seen[1 << 12];
@@ -22,9 +24,13 @@ static void feature(const char *salt, const char *s) {
   uint32_t h = 2166136261u; /* FNV-1a */
   for (const char *p = salt; *p; p++)
     h = (h ^ (unsigned char)*p) * 16777619u;
-  for (; *s; s++)
-    if (*s < '0' || *s > '9')
+  bool quoted = false;
+  for (; *s; s++) {
+    if (*s == '\'')
+      quoted = !quoted;
+    else if (!quoted && (*s < '0' || *s > '9'))
       h = (h ^ (unsigned char)*s) * 16777619u;
+  }
   policy_seen[h % sizeof policy_seen] = 1;
 }
 
