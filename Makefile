@@ -40,7 +40,8 @@ CLANG_OBJ := $(patsubst %.c,build-clang/%.o,$(LIB_SRC) $(CMD_SRC))
 UNIT_BIN := $(patsubst tests/unit/%.c,build/tests/%,$(UNIT_SRC))
 UNIT_ASAN_BIN := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_SRC))
 
-.PHONY: all deps bundle check check-unit check-integration check-asan demo install clean bench format
+.PHONY: all deps bundle check check-unit check-integration check-asan demo install clean bench format \
+        fuzz clean-fuzz
 
 all: coil
 
@@ -89,6 +90,47 @@ build/sandbox/gate.o build-asan/sandbox/gate.o build-clang/sandbox/gate.o: ALL_C
 # ----
 
 -include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d) $(CLANG_OBJ:.o=.d)
+
+# ---- fuzzing: libFuzzer harnesses tests/fuzz/fuzz_<name>.c built by clang
+# with ASan+UBSan into build-fuzz/. `make fuzz FUZZ_SECONDS=N` runs each for
+# N seconds (tests/fuzz/run.sh). make check replays every harness's corpus
+# and regressions through the unit tests tests/unit/test_fuzz_<name>.c (the
+# same harness with tests/fuzz/replay.c's main, gcc, plain and ASan).
+FUZZ_NAMES := config seccomp protocol gate
+FUZZ_SECONDS ?= 60
+FUZZ_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+FUZZ_LIB_OBJ := $(patsubst %.c,build-fuzz/%.o,$(LIB_SRC))
+FUZZ_BIN := $(patsubst %,build-fuzz/fuzz_%,$(FUZZ_NAMES))
+FUZZ_HDR := $(wildcard tests/fuzz/*.h)
+
+fuzz: deps
+	$(MAKE) $(FUZZ_BIN)
+	tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_NAMES)
+
+build-fuzz/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(ALL_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ) $(FUZZ_HDR)
+	clang $(ALL_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -Itests/fuzz -o $@ $< $(FUZZ_LIB_OBJ) $(PKG_LIBS)
+
+build-fuzz/sandbox/gate.o: build/gen/gate_policy.inc
+build-fuzz/sandbox/gate.o: ALL_CFLAGS += -Ibuild/gen
+
+# tests/unit/test_fuzz_<name>.c includes its harness and replay.c: rebuild
+# those unit tests when either changes.
+FUZZ_REPLAY := $(patsubst %,build/tests/test_fuzz_%,$(FUZZ_NAMES)) \
+               $(patsubst %,build-asan/tests/test_fuzz_%,$(FUZZ_NAMES))
+$(FUZZ_REPLAY): %: tests/fuzz/replay.c $(FUZZ_HDR)
+$(filter build/%,$(FUZZ_REPLAY)): build/tests/test_fuzz_%: tests/fuzz/fuzz_%.c
+$(filter build-asan/%,$(FUZZ_REPLAY)): build-asan/tests/test_fuzz_%: tests/fuzz/fuzz_%.c
+
+-include $(FUZZ_LIB_OBJ:.o=.d)
+
+clean: clean-fuzz
+clean-fuzz:
+	rm -rf build-fuzz
+# ----
 
 # Installs the Debian packages the build and tests need, only when missing.
 deps:

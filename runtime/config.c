@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "json_tree.h"
 #include "json_walk.h"
 #include "readall.h"
 
@@ -504,16 +505,9 @@ static int parse_document(const char *buf, size_t len, const char *name,
   *out = NULL;
   if (scan_document(buf, len, name, err) < 0)
     return -1;
-  /* yajl_tree_parse wants a NUL-terminated string. */
-  cleanup_free char *text = malloc(len + 1);
-  if (!text)
-    return coil_error_set(err, ENOMEM, "config.json: out of memory");
-  memcpy(text, buf, len);
-  text[len] = '\0';
-
   char yerr[512] = "";
   __attribute__((cleanup(tree_freep))) yajl_val tree =
-      yajl_tree_parse(text, yerr, sizeof yerr);
+      json_tree_parse(buf, len, yerr, sizeof yerr, NULL);
   if (!tree) {
     one_line(yerr);
     return doc_error(err, name, "invalid JSON: %s",

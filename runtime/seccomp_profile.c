@@ -304,6 +304,14 @@ int seccomp_profile_load(const struct coil_seccomp_profile *p,
   return 0;
 }
 
+int seccomp_profile_export(const struct coil_seccomp_profile *p, int fd,
+                           struct coil_error *err) {
+  int rc = seccomp_export_bpf(p->ctx, fd);
+  if (rc < 0)
+    return coil_error_sys(err, -rc, "linux.seccomp: exporting the filter");
+  return 0;
+}
+
 void seccomp_profile_free(struct coil_seccomp_profile *p) {
   if (!p)
     return;

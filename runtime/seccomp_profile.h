@@ -16,6 +16,10 @@ int seccomp_profile_build(const struct coil_seccomp *cfg,
                           struct coil_error *err);
 int seccomp_profile_load(const struct coil_seccomp_profile *p,
                          struct coil_error *err);
+/* Writes the compiled BPF program to fd without loading it: what load would
+ * install, for tests and the fuzzer. */
+int seccomp_profile_export(const struct coil_seccomp_profile *p, int fd,
+                           struct coil_error *err);
 void seccomp_profile_free(struct coil_seccomp_profile *p);
 
 #endif

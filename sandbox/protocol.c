@@ -105,6 +105,19 @@ static int write_all(int fd, const unsigned char *buf, size_t len) {
   return 0;
 }
 
+static size_t utf8_seq(const unsigned char *s, size_t n);
+
+/* Print output is checked here, not by yajl_gen_validate_utf8 alone: that
+ * lets encoded surrogates, overlong forms and code points over U+10FFFF
+ * through, which a strict UTF-8 reader of the envelope refuses. */
+static bool utf8_valid(const char *s, size_t n) {
+  const unsigned char *p = (const unsigned char *)s;
+  for (size_t k; n > 0; p += k, n -= k)
+    if (!(k = utf8_seq(p, n)))
+      return false;
+  return true;
+}
+
 static void put(yajl_gen g, const char *s) {
   yajl_gen_string(g, (const unsigned char *)s, strlen(s));
 }
@@ -215,8 +228,9 @@ int protocol_write_result(int fd, PyObject *result, const char *out,
   int r = gen_value(g, result, 0, err);
   if (r == 0) {
     put(g, "stdout");
-    if (yajl_gen_string(g, (const unsigned char *)out, out_len) !=
-        yajl_gen_status_ok)
+    if (!utf8_valid(out, out_len) ||
+        yajl_gen_string(g, (const unsigned char *)out, out_len) !=
+            yajl_gen_status_ok)
       r = coil_error_set(err, EINVAL, "print output is not valid UTF-8");
   }
   yajl_gen_map_close(g);
@@ -311,8 +325,9 @@ void protocol_write_error(int fd, const struct protocol_failure *f,
   yajl_gen_map_close(g);
   if (out) {
     put(g, "stdout");
-    if (yajl_gen_string(g, (const unsigned char *)out, out_len) !=
-        yajl_gen_status_ok)
+    if (!utf8_valid(out, out_len) ||
+        yajl_gen_string(g, (const unsigned char *)out, out_len) !=
+            yajl_gen_status_ok)
       yajl_gen_null(g);
   }
   yajl_gen_map_close(g);

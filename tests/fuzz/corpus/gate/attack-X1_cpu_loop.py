@@ -1,0 +1,4 @@
+# X1: a CPU loop (kernel CPU limit).
+def handle(request):
+    while True:  # LIMIT
+        pass
