@@ -31,9 +31,9 @@ static void __attribute__((noreturn)) die_on_event(const char *ev) {
   safe[j] = '\0';
   int n = envelope
               ? snprintf(buf, sizeof buf,
-                         "{\"ok\": false, \"error\": {\"type\": "
-                         "\"GateViolation\", \"message\": \"audit event "
-                         "'%s' is not permitted\", \"line\": 0, \"col\": 0}}\n",
+                         "{\"ok\":false,\"error\":{\"type\":"
+                         "\"GateViolation\",\"message\":\"audit event "
+                         "'%s' is not permitted\",\"line\":0,\"col\":0}}\n",
                          safe)
               : snprintf(buf, sizeof buf,
                          "coil: GateViolation: audit event '%s' is not "

@@ -343,9 +343,9 @@ void protocol_write_error(int fd, const struct protocol_failure *f,
 void protocol_write_error_raw(int fd, const char *type, const char *message) {
   char buf[512];
   size_t n = 0;
-  const char *parts[] = {"{\"ok\": false, \"error\": {\"type\": \"", type,
-                         "\", \"message\": \"", message,
-                         "\", \"line\": 0, \"col\": 0}}\n"};
+  const char *parts[] = {"{\"ok\":false,\"error\":{\"type\":\"", type,
+                         "\",\"message\":\"", message,
+                         "\",\"line\":0,\"col\":0}}\n"};
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
     for (const char *p = parts[i]; *p && n < sizeof buf; p++)
       buf[n++] = *p;
