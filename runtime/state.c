@@ -224,6 +224,19 @@ bool state_dir_busy(const struct coil_state_dir *d) {
   return false;
 }
 
+/* A failed write names the file's full path (a full or read-only --root
+ * must be recognisable), found through the directory's fd. */
+static int write_failed(int dirfd, const char *what, const char *name, int e,
+                        struct coil_error *err) {
+  char link[64], dir[PATH_MAX];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
+  ssize_t n = readlink(link, dir, sizeof dir - 1);
+  if (n <= 0)
+    return coil_error_sys(err, e, "%s %s", what, name);
+  dir[n] = '\0';
+  return coil_error_sys(err, e, "%s %s/%s", what, dir, name);
+}
+
 int state_write_file(int dirfd, const char *name, const char *buf, size_t len,
                      struct coil_error *err) {
   char tmp[256];
@@ -231,7 +244,7 @@ int state_write_file(int dirfd, const char *name, const char *buf, size_t len,
   cleanup_close int fd = openat(
       dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0)
-    return coil_error_sys(err, errno, "create %s", tmp);
+    return write_failed(dirfd, "create", tmp, errno, err);
   size_t off = 0;
   while (off < len) {
     ssize_t w = write(fd, buf + off, len - off);
@@ -240,7 +253,7 @@ int state_write_file(int dirfd, const char *name, const char *buf, size_t len,
         continue;
       int e = errno;
       unlinkat(dirfd, tmp, 0);
-      return coil_error_sys(err, e, "write %s", tmp);
+      return write_failed(dirfd, "write", tmp, e, err);
     }
     off += (size_t)w;
   }
@@ -249,7 +262,7 @@ int state_write_file(int dirfd, const char *name, const char *buf, size_t len,
   if (renameat(dirfd, tmp, dirfd, name) < 0) {
     int e = errno;
     unlinkat(dirfd, tmp, 0);
-    return coil_error_sys(err, e, "write %s", name);
+    return write_failed(dirfd, "write", name, e, err);
   }
   return 0;
 }
