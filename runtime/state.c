@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,19 +129,46 @@ static int remove_dir_at(int root_fd, const char *name, const char *what,
   return 0;
 }
 
+#define CREATING_PREFIX "~creating."
+
+/* A create killed between its mkdir and its rename leaves a directory no id
+ * names (so no delete reaches it): the next create removes those whose
+ * creator, the pid in the name, no longer exists. */
+static void remove_abandoned_creating(int root_fd) {
+  int fd = openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *dir = fd < 0 ? NULL : fdopendir(fd);
+  if (!dir) {
+    if (fd >= 0)
+      close(fd);
+    return;
+  }
+  struct dirent *de;
+  while ((de = readdir(dir))) {
+    int pid;
+    if (strncmp(de->d_name, CREATING_PREFIX, strlen(CREATING_PREFIX)) != 0 ||
+        sscanf(de->d_name + strlen(CREATING_PREFIX), "%d.", &pid) != 1 ||
+        pid <= 0 || pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH)
+      continue;
+    struct coil_error ignored;
+    remove_dir_at(root_fd, de->d_name, de->d_name, &ignored);
+  }
+  closedir(dir);
+}
+
 int state_dir_create(const char *root, const char *id,
                      const struct coil_state *initial, struct coil_state_dir *d,
                      struct coil_error *err) {
   *d = (struct coil_state_dir)COIL_STATE_DIR_INIT;
   if (open_root(root, true, NULL, &d->root_fd, err) < 0)
     return -1;
+  remove_abandoned_creating(d->root_fd);
   id_dirname(id, d->name);
   /* Set up under a name no id can have, then renamed into place: a reader
    * never sees the directory without its state file or its lock. */
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   char tmp[64];
-  snprintf(tmp, sizeof tmp, "~creating.%d.%lld.%ld", (int)getpid(),
+  snprintf(tmp, sizeof tmp, CREATING_PREFIX "%d.%lld.%ld", (int)getpid(),
            (long long)ts.tv_sec, ts.tv_nsec);
   if (mkdirat(d->root_fd, tmp, 0700) < 0) {
     coil_error_sys(err, errno, "mkdir %s/%s", root, tmp);
