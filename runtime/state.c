@@ -132,8 +132,8 @@ static int remove_dir_at(int root_fd, const char *name, const char *what,
 #define CREATING_PREFIX "~creating."
 
 /* A create killed between its mkdir and its rename leaves a directory no id
- * names (so no delete reaches it): the next create removes those whose
- * creator, the pid in the name, no longer exists. */
+ * names: create and delete --force remove those whose creator, the pid in
+ * the name, no longer exists. */
 static void remove_abandoned_creating(int root_fd) {
   int fd = openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   DIR *dir = fd < 0 ? NULL : fdopendir(fd);
@@ -153,6 +153,15 @@ static void remove_abandoned_creating(int root_fd) {
     remove_dir_at(root_fd, de->d_name, de->d_name, &ignored);
   }
   closedir(dir);
+}
+
+void state_remove_abandoned(const char *root) {
+  int root_fd;
+  struct coil_error ignored;
+  if (open_root(root, false, NULL, &root_fd, &ignored) < 0)
+    return;
+  remove_abandoned_creating(root_fd);
+  close(root_fd);
 }
 
 int state_dir_create(const char *root, const char *id,

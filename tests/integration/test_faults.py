@@ -135,19 +135,27 @@ def test_py_sweep_spares_live_and_foreign_containers():
     assert _entries(root) == [], _entries(root)
 
 
-def test_create_removes_directories_of_creates_killed_midway():
+def _plant(root, name):
+    os.mkdir(os.path.join(root, name), 0o700)
+    with open(os.path.join(root, name, "state.json"), "w") as f:
+        f.write("{}")
+
+
+def test_directories_of_creates_killed_midway_are_removed():
     # A create killed between its mkdir and its rename leaves a temporary
-    # directory no id names: the next create removes it once its creator
-    # (the pid in its name) is gone, and leaves a live creator's alone.
+    # directory no id names: the next create, or any delete --force, removes
+    # it once its creator (the pid in its name) is gone, and leaves a live
+    # creator's alone.
     root = new_root()
     dead = subprocess.Popen(["true"])
     dead.wait()
     abandoned = "~creating.%d.1.2" % dead.pid
     busy = "~creating.%d.1.2" % os.getpid()
-    for name in (abandoned, busy):
-        os.mkdir(os.path.join(root, name), 0o700)
-        with open(os.path.join(root, name, "state.json"), "w") as f:
-            f.write("{}")
+    _plant(root, abandoned)
+    _plant(root, busy)
+    check(coil("delete", "--force", new_id("none"), root=root))
+    assert _entries(root) == [busy], _entries(root)
+    _plant(root, abandoned)
     cid = new_id("tmp")
     check(coil("run", "--bundle", new_bundle(["true"]), cid, root=root))
     assert _entries(root) == [busy], _entries(root)
