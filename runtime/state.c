@@ -130,11 +130,21 @@ static int remove_dir_at(int root_fd, const char *name, const char *what,
 }
 
 #define CREATING_PREFIX "~creating."
+#define DELETING_PREFIX "~deleting."
 
-/* A create killed between its mkdir and its rename leaves a directory no id
- * names: create and delete --force remove those whose creator, the pid in
- * the name, no longer exists. */
-static void remove_abandoned_creating(int root_fd) {
+/* "PREFIX<pid>.<sec>.<nsec>" of this process into buf. */
+static void temp_name(const char *prefix, char *buf, size_t cap) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  snprintf(buf, cap, "%s%d.%lld.%ld", prefix, (int)getpid(),
+           (long long)ts.tv_sec, ts.tv_nsec);
+}
+
+/* A create killed between its mkdir and its rename, or a delete killed
+ * while emptying the directory, leaves a directory no id names: create and
+ * delete --force remove those whose owner, the pid in the name, no longer
+ * exists. */
+static void remove_abandoned_at(int root_fd) {
   int fd = openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   DIR *dir = fd < 0 ? NULL : fdopendir(fd);
   if (!dir) {
@@ -142,12 +152,15 @@ static void remove_abandoned_creating(int root_fd) {
       close(fd);
     return;
   }
+  static const char *const prefixes[] = {CREATING_PREFIX, DELETING_PREFIX};
   struct dirent *de;
   while ((de = readdir(dir))) {
-    int pid;
-    if (strncmp(de->d_name, CREATING_PREFIX, strlen(CREATING_PREFIX)) != 0 ||
-        sscanf(de->d_name + strlen(CREATING_PREFIX), "%d.", &pid) != 1 ||
-        pid <= 0 || pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH)
+    int pid = 0;
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+      if (strncmp(de->d_name, prefixes[i], strlen(prefixes[i])) == 0 &&
+          sscanf(de->d_name + strlen(prefixes[i]), "%d.", &pid) != 1)
+        pid = 0;
+    if (pid <= 0 || pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH)
       continue;
     struct coil_error ignored;
     remove_dir_at(root_fd, de->d_name, de->d_name, &ignored);
@@ -160,7 +173,7 @@ void state_remove_abandoned(const char *root) {
   struct coil_error ignored;
   if (open_root(root, false, NULL, &root_fd, &ignored) < 0)
     return;
-  remove_abandoned_creating(root_fd);
+  remove_abandoned_at(root_fd);
   close(root_fd);
 }
 
@@ -170,15 +183,12 @@ int state_dir_create(const char *root, const char *id,
   *d = (struct coil_state_dir)COIL_STATE_DIR_INIT;
   if (open_root(root, true, NULL, &d->root_fd, err) < 0)
     return -1;
-  remove_abandoned_creating(d->root_fd);
+  remove_abandoned_at(d->root_fd);
   id_dirname(id, d->name);
   /* Set up under a name no id can have, then renamed into place: a reader
    * never sees the directory without its state file or its lock. */
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
   char tmp[64];
-  snprintf(tmp, sizeof tmp, CREATING_PREFIX "%d.%lld.%ld", (int)getpid(),
-           (long long)ts.tv_sec, ts.tv_nsec);
+  temp_name(CREATING_PREFIX, tmp, sizeof tmp);
   if (mkdirat(d->root_fd, tmp, 0700) < 0) {
     coil_error_sys(err, errno, "mkdir %s/%s", root, tmp);
     state_dir_close(d);
@@ -243,7 +253,15 @@ int state_dir_open_name(const char *root, const char *name,
 }
 
 int state_dir_remove(struct coil_state_dir *d, struct coil_error *err) {
-  return remove_dir_at(d->root_fd, d->name, d->name, err);
+  /* Renamed away first: a delete killed while emptying it then leaves a
+   * directory remove_abandoned_at() finds, not one without a state file
+   * under the id, which no command could read or remove. */
+  char tmp[64];
+  temp_name(DELETING_PREFIX, tmp, sizeof tmp);
+  if (renameat(d->root_fd, d->name, d->root_fd, tmp) < 0)
+    return errno == ENOENT ? 0
+                           : coil_error_sys(err, errno, "rename %s", d->name);
+  return remove_dir_at(d->root_fd, tmp, d->name, err);
 }
 
 void state_dir_close(struct coil_state_dir *d) {

@@ -141,21 +141,22 @@ def _plant(root, name):
         f.write("{}")
 
 
-def test_directories_of_creates_killed_midway_are_removed():
-    # A create killed between its mkdir and its rename leaves a temporary
-    # directory no id names: the next create, or any delete --force, removes
-    # it once its creator (the pid in its name) is gone, and leaves a live
-    # creator's alone.
+def test_directories_of_commands_killed_midway_are_removed():
+    # A create killed between its mkdir and its rename, or a delete killed
+    # while emptying the directory, leaves a temporary directory no id
+    # names: the next create, or any delete --force, removes it once its
+    # owner (the pid in its name) is gone, and leaves a live owner's alone.
     root = new_root()
     dead = subprocess.Popen(["true"])
     dead.wait()
-    abandoned = "~creating.%d.1.2" % dead.pid
+    abandoned = ["~creating.%d.1.2" % dead.pid, "~deleting.%d.1.2" % dead.pid]
     busy = "~creating.%d.1.2" % os.getpid()
-    _plant(root, abandoned)
-    _plant(root, busy)
+    for name in abandoned + [busy]:
+        _plant(root, name)
     check(coil("delete", "--force", new_id("none"), root=root))
     assert _entries(root) == [busy], _entries(root)
-    _plant(root, abandoned)
+    for name in abandoned:
+        _plant(root, name)
     cid = new_id("tmp")
     check(coil("run", "--bundle", new_bundle(["true"]), cid, root=root))
     assert _entries(root) == [busy], _entries(root)
