@@ -42,6 +42,18 @@ def meminfo():
     return out
 
 
+def memory_cgroups():
+    """Memory cgroups the kernel still counts, dying ones included (their
+    charged page cache keeps them until it is reclaimed): a figure only,
+    as the whole host's containers count."""
+    with open("/proc/cgroups") as f:
+        for line in f:
+            p = line.split()
+            if p and p[0] == "memory":
+                return int(p[2])
+    return None
+
+
 def fd_count(pid):
     try:
         return len(os.listdir("/proc/%d/fd" % pid))
@@ -186,6 +198,7 @@ def main():
     fds0, pfds0 = fd_count(os.getpid()), fd_count(os.getppid())
     nsfs0, net0 = nsfs_mounts(), net_namespaces()
     mem0 = meminfo()
+    memcg0 = memory_cgroups()
     t0 = time.time()
     for n in range(opts.sequential):
         runs.one(n)
@@ -241,6 +254,8 @@ def main():
           "%+.1f MiB" % (mem0["MemAvailable"] / MIB,
                          mem1["MemAvailable"] / MIB,
                          -mem_drop / MIB, slab_growth / MIB))
+    print("memory cgroups counted by the kernel (dying included, whole "
+          "host): %s -> %s" % (memcg0, memory_cgroups()))
     print("fds: own %s -> %s, caller's %s -> %s; network namespaces held "
           "by processes: %d -> %d (%d new, others' included)" % (
               fds0, fds1, pfds0, pfds1, len(net0), len(net_namespaces()),
