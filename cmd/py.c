@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +100,31 @@ static int request_to_stdin(const char *spec) {
   return 0;
 }
 
+/* py's ids are "py-<pid of coil py>-<ns>". A killed coil py takes its
+ * sandbox along (init's parent-death signal) but leaves the state directory
+ * and cgroup: each coil py removes those of dead owners under its root.
+ * Stopped only: a live container is never touched, and a reused pid just
+ * leaves the directory for a later sweep. */
+static void sweep_orphans(const char *root) {
+  struct coil_container_info *l = NULL;
+  size_t n = 0;
+  struct coil_error err;
+  if (container_list(root, &l, &n, &err) < 0)
+    return;
+  for (size_t i = 0; i < n; i++) {
+    int owner, len = 0;
+    if (sscanf(l[i].id, "py-%d-%*x%n", &owner, &len) != 1 ||
+        l[i].id[len] != '\0' || owner <= 0 ||
+        strcmp(l[i].status, "stopped") != 0 ||
+        (owner != getpid() && (kill(owner, 0) == 0 || errno != ESRCH)))
+      continue;
+    log_debug("py: removing %s, left by a coil py that died", l[i].id);
+    if (container_delete(root, l[i].id, true, &err) < 0 && err.err != ENOENT)
+      log_warn("py: removing %s: %s", l[i].id, err.msg);
+  }
+  container_list_free(l, n);
+}
+
 int cmd_py(const struct global_opts *g, int argc, char **argv) {
   enum { OPT_ENTRY = 256, OPT_REQUEST, OPT_TIMEOUT, OPT_MEMORY };
   static const struct option opts[] = {
@@ -186,6 +212,7 @@ int cmd_py(const struct global_opts *g, int argc, char **argv) {
     ov.entry = NULL; /* the bundle's entry */
   if (request && request_to_stdin(request) < 0)
     return EXIT_COIL_FAILED;
+  sweep_orphans(g->root);
   char id[64];
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);

@@ -247,6 +247,10 @@ int caps_apply(const struct coil_caps *c, struct coil_error *err) {
 
 int caps_switch_ids(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups,
                     struct coil_error *err) {
+  /* The kernel clears the parent-death signal when the ids change. */
+  int pdeath = 0;
+  if (prctl(PR_GET_PDEATHSIG, &pdeath) < 0)
+    return coil_error_sys(err, errno, "prctl(PR_GET_PDEATHSIG)");
   if (prctl(PR_SET_KEEPCAPS, 1) < 0)
     return coil_error_sys(err, errno, "prctl(PR_SET_KEEPCAPS)");
   if (setgroups(n_groups, groups) < 0)
@@ -257,5 +261,7 @@ int caps_switch_ids(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups,
     return coil_error_sys(err, errno, "process.user.uid: setresuid(%u)", uid);
   if (prctl(PR_SET_KEEPCAPS, 0) < 0)
     return coil_error_sys(err, errno, "prctl(PR_SET_KEEPCAPS)");
+  if (pdeath && prctl(PR_SET_PDEATHSIG, pdeath) < 0)
+    return coil_error_sys(err, errno, "prctl(PR_SET_PDEATHSIG)");
   return 0;
 }

@@ -22,8 +22,9 @@ int caps_parse(const struct coil_process *p, struct coil_caps *out,
 
 /* Switches to uid/gid with exactly these supplementary groups, keeping the
  * permitted capabilities across the switch (PR_SET_KEEPCAPS) so that
- * caps_apply can still shape every set afterwards. Errors name the
- * process.user field. */
+ * caps_apply can still shape every set afterwards, and the parent-death
+ * signal, which the kernel would clear. Errors name the process.user
+ * field. */
 int caps_switch_ids(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups,
                     struct coil_error *err);
 

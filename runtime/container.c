@@ -759,6 +759,8 @@ int container_delete(const char *root, const char *id, bool force,
                      struct coil_error *err) {
   cleanup_state_dir struct coil_state_dir d = COIL_STATE_DIR_INIT;
   cleanup_state struct coil_state *st = NULL;
+  if (force)
+    state_remove_abandoned(root);
   if (open_state(root, id, true, &d, &st, err) < 0)
     return -1;
   cleanup_config struct coil_config *cfg = NULL;

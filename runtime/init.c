@@ -21,6 +21,7 @@
 #include "log.h"
 #include "namespaces.h"
 #include "oci_state.h"
+#include "pdeath.h"
 #include "rootfs.h"
 #include "sync.h"
 #include "sysctl.h"
@@ -221,6 +222,12 @@ void init_main(const struct init_ctx *c) {
     fail_sync(sync_fd, &err);
   }
 
+  /* A foreground Python run (fd 1 is run's relay pipe) dies with its coil:
+   * no one else knows its id. The parent answering SYNC_HOOKS below proves
+   * it outlived this. */
+  if (c->payload && c->out_fd >= 0 && pdeath_arm(&err) < 0)
+    fail_sync(sync_fd, &err);
+
   /* 4. Names and sysctls, written from inside the new namespaces. */
   if (set_names(cfg, &err) < 0 || sysctl_apply(&cfg->lnx, &err) < 0)
     fail_sync(sync_fd, &err);
@@ -281,6 +288,8 @@ void init_main(const struct init_ctx *c) {
   if (set_environment(&cfg->process, &err) < 0 ||
       drop_privileges(c, conn, &err) < 0)
     fail_start(conn, &err);
+  if (pdeath_parent_gone(conn))
+    _exit(INIT_FAILED);
 
   /* 12. A payload (Python sandbox mode) takes over from here. */
   if (c->payload)

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,20 +129,66 @@ static int remove_dir_at(int root_fd, const char *name, const char *what,
   return 0;
 }
 
+#define CREATING_PREFIX "~creating."
+#define DELETING_PREFIX "~deleting."
+
+/* "PREFIX<pid>.<sec>.<nsec>" of this process into buf. */
+static void temp_name(const char *prefix, char *buf, size_t cap) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  snprintf(buf, cap, "%s%d.%lld.%ld", prefix, (int)getpid(),
+           (long long)ts.tv_sec, ts.tv_nsec);
+}
+
+/* A create killed between its mkdir and its rename, or a delete killed
+ * while emptying the directory, leaves a directory no id names: create and
+ * delete --force remove those whose owner, the pid in the name, no longer
+ * exists. */
+static void remove_abandoned_at(int root_fd) {
+  int fd = openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *dir = fd < 0 ? NULL : fdopendir(fd);
+  if (!dir) {
+    if (fd >= 0)
+      close(fd);
+    return;
+  }
+  static const char *const prefixes[] = {CREATING_PREFIX, DELETING_PREFIX};
+  struct dirent *de;
+  while ((de = readdir(dir))) {
+    int pid = 0;
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+      if (strncmp(de->d_name, prefixes[i], strlen(prefixes[i])) == 0 &&
+          sscanf(de->d_name + strlen(prefixes[i]), "%d.", &pid) != 1)
+        pid = 0;
+    if (pid <= 0 || pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH)
+      continue;
+    struct coil_error ignored;
+    remove_dir_at(root_fd, de->d_name, de->d_name, &ignored);
+  }
+  closedir(dir);
+}
+
+void state_remove_abandoned(const char *root) {
+  int root_fd;
+  struct coil_error ignored;
+  if (open_root(root, false, NULL, &root_fd, &ignored) < 0)
+    return;
+  remove_abandoned_at(root_fd);
+  close(root_fd);
+}
+
 int state_dir_create(const char *root, const char *id,
                      const struct coil_state *initial, struct coil_state_dir *d,
                      struct coil_error *err) {
   *d = (struct coil_state_dir)COIL_STATE_DIR_INIT;
   if (open_root(root, true, NULL, &d->root_fd, err) < 0)
     return -1;
+  remove_abandoned_at(d->root_fd);
   id_dirname(id, d->name);
   /* Set up under a name no id can have, then renamed into place: a reader
    * never sees the directory without its state file or its lock. */
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
   char tmp[64];
-  snprintf(tmp, sizeof tmp, "~creating.%d.%lld.%ld", (int)getpid(),
-           (long long)ts.tv_sec, ts.tv_nsec);
+  temp_name(CREATING_PREFIX, tmp, sizeof tmp);
   if (mkdirat(d->root_fd, tmp, 0700) < 0) {
     coil_error_sys(err, errno, "mkdir %s/%s", root, tmp);
     state_dir_close(d);
@@ -206,7 +253,15 @@ int state_dir_open_name(const char *root, const char *name,
 }
 
 int state_dir_remove(struct coil_state_dir *d, struct coil_error *err) {
-  return remove_dir_at(d->root_fd, d->name, d->name, err);
+  /* Renamed away first: a delete killed while emptying it then leaves a
+   * directory remove_abandoned_at() finds, not one without a state file
+   * under the id, which no command could read or remove. */
+  char tmp[64];
+  temp_name(DELETING_PREFIX, tmp, sizeof tmp);
+  if (renameat(d->root_fd, d->name, d->root_fd, tmp) < 0)
+    return errno == ENOENT ? 0
+                           : coil_error_sys(err, errno, "rename %s", d->name);
+  return remove_dir_at(d->root_fd, tmp, d->name, err);
 }
 
 void state_dir_close(struct coil_state_dir *d) {
@@ -224,6 +279,19 @@ bool state_dir_busy(const struct coil_state_dir *d) {
   return false;
 }
 
+/* A failed write names the file's full path (a full or read-only --root
+ * must be recognisable), found through the directory's fd. */
+static int write_failed(int dirfd, const char *what, const char *name, int e,
+                        struct coil_error *err) {
+  char link[64], dir[PATH_MAX];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
+  ssize_t n = readlink(link, dir, sizeof dir - 1);
+  if (n <= 0)
+    return coil_error_sys(err, e, "%s %s", what, name);
+  dir[n] = '\0';
+  return coil_error_sys(err, e, "%s %s/%s", what, dir, name);
+}
+
 int state_write_file(int dirfd, const char *name, const char *buf, size_t len,
                      struct coil_error *err) {
   char tmp[256];
@@ -231,7 +299,7 @@ int state_write_file(int dirfd, const char *name, const char *buf, size_t len,
   cleanup_close int fd = openat(
       dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0)
-    return coil_error_sys(err, errno, "create %s", tmp);
+    return write_failed(dirfd, "create", tmp, errno, err);
   size_t off = 0;
   while (off < len) {
     ssize_t w = write(fd, buf + off, len - off);
@@ -240,7 +308,7 @@ int state_write_file(int dirfd, const char *name, const char *buf, size_t len,
         continue;
       int e = errno;
       unlinkat(dirfd, tmp, 0);
-      return coil_error_sys(err, e, "write %s", tmp);
+      return write_failed(dirfd, "write", tmp, e, err);
     }
     off += (size_t)w;
   }
@@ -249,7 +317,7 @@ int state_write_file(int dirfd, const char *name, const char *buf, size_t len,
   if (renameat(dirfd, tmp, dirfd, name) < 0) {
     int e = errno;
     unlinkat(dirfd, tmp, 0);
-    return coil_error_sys(err, e, "write %s", name);
+    return write_failed(dirfd, "write", name, e, err);
   }
   return 0;
 }

@@ -53,6 +53,9 @@ struct coil_state_dir {
 int state_dir_create(const char *root, const char *id,
                      const struct coil_state *initial, struct coil_state_dir *d,
                      struct coil_error *err);
+/* Removes what creates killed before their directory got its name left
+ * under root (create does this itself). */
+void state_remove_abandoned(const char *root);
 /* Opens an existing <root>/<id>; with lock, takes its lock first. */
 int state_dir_open(const char *root, const char *id, bool lock,
                    struct coil_state_dir *d, struct coil_error *err);
