@@ -51,7 +51,11 @@ static int sealed_copy(int src, struct coil_error *err) {
   if (fd < 0 && errno == EINVAL)
     fd = memfd_create("coil", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0)
-    return coil_error_sys(err, errno, "sealed exe: memfd_create");
+    return coil_error_sys(err, errno,
+                          errno == EACCES
+                              ? "sealed exe: memfd_create (executable memfds "
+                                "are refused: vm.memfd_noexec is 2)"
+                              : "sealed exe: memfd_create");
   for (off_t done = 0; done < sb.st_size;) {
     ssize_t n = sendfile(fd, src, NULL, (size_t)(sb.st_size - done));
     if (n < 0 && errno == EINTR)
