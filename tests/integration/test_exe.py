@@ -86,7 +86,12 @@ p=$(cat /shared/pid)
 readlink /proc/$p/exe > /shared/link 2>&1
 if ( echo PWNED >> /proc/$p/exe ) 2>/shared/w1.err; then r=written; else r=failed; fi
 echo $r > /shared/w1
-if exec 4< /proc/$p/exe; then echo opened > /shared/r; else echo failed > /shared/r; fi
+# (a failed exec redirection would end the shell: try it in a subshell)
+if ( exec 4< /proc/$p/exe ) 2>/dev/null && exec 4< /proc/$p/exe; then
+  echo opened > /shared/r
+else
+  echo failed > /shared/r
+fi
 touch /shared/opened
 while [ ! -e /shared/gone ]; do sleep 0.02; done
 if [ "$(cat /shared/r)" = opened ]; then
