@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "exe_seal.h"
 #include "log.h"
 #include "version.h"
 
@@ -102,6 +103,11 @@ int cmd_usage_error(const char *name, const char *fmt, ...) {
   va_end(ap);
   log_error("%s: %s (see 'coil %s --help')", name, msg, name);
   return EXIT_ERR;
+}
+
+/* The commands whose container init is a clone of this process. */
+static bool spawns_init(const struct command *c) {
+  return c->fn == cmd_create || c->fn == cmd_run || c->fn == cmd_py;
 }
 
 static void print_main_help(void) {
@@ -205,5 +211,12 @@ int main(int argc, char **argv) {
   char **cargv = argv + optind;
   if (cmd_wants_help(cmd->name, cargc, cargv))
     return EXIT_OK;
+  /* Before anything of the command runs: its init is a clone of this
+   * process, so this process must not be the host's writable binary. */
+  struct coil_error err;
+  if (spawns_init(cmd) && exe_seal_ensure(argv, &err) < 0) {
+    log_error("%s: %s", cmd->name, err.msg);
+    return strcmp(cmd->name, "create") == 0 ? EXIT_ERR : EXIT_COIL_FAILED;
+  }
   return cmd->fn(&g, cargc, cargv);
 }

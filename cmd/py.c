@@ -17,6 +17,7 @@
 #include "cleanup.h"
 #include "cmd.h"
 #include "container.h"
+#include "exe_seal.h"
 #include "log.h"
 #include "python_setup.h"
 #include "readall.h"
@@ -24,12 +25,14 @@
 #define CODE_MAX (256 << 10)
 #define REQUEST_MAX (64 << 20)
 
-/* The default bundle: next to the binary in a source tree, else installed. */
+/* The default bundle: next to the binary in a source tree, else installed.
+ * The binary is the path coil was started from, not the sealed copy it
+ * runs as. */
 static const char *default_bundle(char *buf, size_t cap) {
+  const char *origin = exe_seal_origin();
   char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = '\0';
+  if (origin && strlen(origin) < sizeof exe) {
+    strcpy(exe, origin);
     snprintf(buf, cap, "%s/bundles/python", dirname(exe));
     if (access(buf, F_OK) == 0)
       return buf;

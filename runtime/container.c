@@ -308,6 +308,12 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
                       const struct coil_seccomp_profile *sp,
                       struct coil_error *err) {
   const struct coil_config *cfg = x->cfg;
+  /* Init is born non-dumpable, so no container process (in a pid namespace
+   * it shares) can open its /proc/PID/mem, fd or exe without
+   * CAP_SYS_PTRACE over the host; its execve makes the user's process
+   * dumpable again, and a Python sandbox stays as it is. */
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+    return coil_error_sys(err, errno, "prctl(PR_SET_DUMPABLE)");
   cleanup_close int console = -1;
   if (x->o->console_socket &&
       terminal_connect(x->o->console_socket, &console, err) < 0)

@@ -278,11 +278,6 @@ void init_main(const struct init_ctx *c) {
   if (conn < 0)
     _exit(INIT_FAILED);
   log_debug("init: started");
-  if (cfg->hooks[COIL_HOOK_START_CONTAINER].n) {
-    cleanup_free char *st = state_for_hooks(c, host_pid, "created");
-    if (hooks_run(cfg, COIL_HOOK_START_CONTAINER, st ? st : "{}", &err) < 0)
-      fail_start(conn, &err);
-  }
 
   /* 11. The environment, then the privilege drop both modes share. */
   if (set_environment(&cfg->process, &err) < 0 ||
@@ -291,17 +286,26 @@ void init_main(const struct init_ctx *c) {
   if (pdeath_parent_gone(conn))
     _exit(INIT_FAILED);
 
-  /* 12. A payload (Python sandbox mode) takes over from here. */
-  if (c->payload)
-    c->payload(c->payload_arg, conn);
-
-  /* 13. seccomp as close to execve as possible, so the profile need not
-   *     allow the steps above; then execve. The start connection is
-   *     close-on-exec, so `coil start` sees EOF on success and our message
-   *     on failure. */
+  /* 12. seccomp as close to execve as possible, so the profile need not
+   *     allow the steps above (a payload brings its own filter). */
   if (c->seccomp && !seccomp_goes_first(c) &&
       seccomp_profile_load(c->seccomp, &err) < 0)
     fail_start(conn, &err);
+
+  /* 13. startContainer hooks, as runc runs them: last before the user's
+   *     code, with exactly its ids, capabilities, no_new_privs and seccomp
+   *     filter, so a hook from the image gets nothing the process lacks. */
+  if (cfg->hooks[COIL_HOOK_START_CONTAINER].n) {
+    cleanup_free char *st = state_for_hooks(c, host_pid, "created");
+    if (hooks_run(cfg, COIL_HOOK_START_CONTAINER, st ? st : "{}", &err) < 0)
+      fail_start(conn, &err);
+  }
+
+  /* 14. A payload (Python sandbox mode) takes over from here; otherwise
+   *     execve. The start connection is close-on-exec, so `coil start` sees
+   *     EOF on success and our message on failure. */
+  if (c->payload)
+    c->payload(c->payload_arg, conn);
   execvp(cfg->process.args.v[0], cfg->process.args.v);
   coil_error_sys(&err, errno, "process.args[0]: exec %s",
                  cfg->process.args.v[0]);

@@ -4,8 +4,9 @@ import json
 import os
 import time
 
-from harness import (base_config, check, coil, describe, new_bundle, new_id,
-                     new_root, run, state, tmpdir, wait_status, write_config)
+from harness import (DEFAULT_CAPS, base_config, cap_mask, check, coil,
+                     describe, new_bundle, new_id, new_root, run, state,
+                     tmpdir, wait_status, write_config)
 
 KINDS = ["prestart", "createRuntime", "createContainer", "startContainer",
          "poststart", "poststop"]
@@ -203,3 +204,43 @@ def test_failing_poststop_hook_still_deletes():
     wait_status(cid, root, "stopped")
     coil("delete", cid, root=root)
     assert os.listdir(root) == []
+
+
+# A startContainer hook from the image that tries to make /proc/sys
+# writable; it records its effective capabilities and the outcome in the
+# bind-mounted /hooklog, and exits 0 either way.
+PRIV_HOOK = """#!/bin/sh
+grep CapEff /proc/self/status > /hooklog/caps
+if mount -o remount,rw /proc/sys 2>/hooklog/mount.err; then
+  echo remounted > /hooklog/mount
+else
+  echo refused > /hooklog/mount
+fi
+"""
+
+
+def test_start_container_hook_has_only_the_process_privileges():
+    logdir = tmpdir(0o777)
+    mounts = base_config([])["mounts"] + [
+        {"destination": "/hooklog", "type": "bind", "source": logdir,
+         "options": ["rbind", "rw"]}]
+    b = new_bundle(["sh", "-c", "grep ' /proc/sys ' /proc/mounts"],
+                   mounts=mounts,
+                   hooks={"startContainer": [{"path": "/hooks/priv.sh"}]})
+    rootfs = os.path.join(b, "rootfs")
+    script = os.path.join(rootfs, "hooks", "priv.sh")
+    _write(script, PRIV_HOOK)
+    st = os.stat(rootfs)
+    os.chown(os.path.dirname(script), st.st_uid, st.st_gid)
+    os.chown(script, st.st_uid, st.st_gid)
+    r = check(run(b, root=new_root()))
+    with open(os.path.join(logdir, "caps")) as f:
+        cap_eff = int(f.read().split()[1], 16)
+    with open(os.path.join(logdir, "mount")) as f:
+        outcome = f.read().strip()
+    assert (cap_eff, outcome) == (cap_mask(DEFAULT_CAPS), "refused"), \
+        "hook CapEff %#x (process %#x), remount %s" % (
+            cap_eff, cap_mask(DEFAULT_CAPS), outcome)
+    # and the process still finds /proc/sys read-only
+    opts = r.stdout.split()[3].split(",")
+    assert "ro" in opts, describe(r)
