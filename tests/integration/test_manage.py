@@ -246,3 +246,33 @@ def test_update_errors():
             describe(r)
     finally:
         check(coil("delete", "--force", cid, root=root))
+
+
+def test_update_raises_memory_and_swap_together():
+    # memsw may never be below the memory limit, so raising both past the
+    # old memsw works only with memsw written first (and lowering them only
+    # with the memory limit first).
+    if not _v1("memory") or not os.path.exists(
+            "/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"):
+        return
+    res = {"memory": {"limit": 64 << 20, "swap": 64 << 20}}
+    root, cid, pid = _started(["sleep", "100"], linux={"resources": res})
+    mem = _cgroup_of(pid, "memory")
+    try:
+        check(coil("update", "--memory", "128m", "--memory-swap", "256m", cid,
+                   root=root))
+        assert _read(os.path.join(mem, "memory.limit_in_bytes")) == \
+            str(128 << 20)
+        assert _read(os.path.join(mem, "memory.memsw.limit_in_bytes")) == \
+            str(256 << 20)
+        check(coil("update", "--memory", "32m", "--memory-swap", "48m", cid,
+                   root=root))
+        assert _read(os.path.join(mem, "memory.limit_in_bytes")) == \
+            str(32 << 20)
+        assert _read(os.path.join(mem, "memory.memsw.limit_in_bytes")) == \
+            str(48 << 20)
+        check(coil("update", "--memory", "-1", cid, root=root))
+        assert int(_read(os.path.join(mem, "memory.memsw.limit_in_bytes"))) \
+            > 1 << 40, "memsw not lifted with an unlimited memory"
+    finally:
+        check(coil("delete", "--force", cid, root=root))
