@@ -793,20 +793,27 @@ int container_delete(const char *root, const char *id, bool force,
                           "container \"%s\" is %s: stop it first or use "
                           "delete --force",
                           id, state_status_name(s));
+  /* A state whose cgroup does not parse still gets its init killed. */
   cleanup_cgroup struct coil_cgroup *cg = NULL;
-  if (st->cgroup && cgroup_deserialize(st->cgroup, &cg, err) < 0)
-    return -1;
+  struct coil_error cg_err = {0};
+  if (st->cgroup)
+    cgroup_deserialize(st->cgroup, &cg, &cg_err);
   if (s != COIL_STATUS_STOPPED) {
     struct coil_error ignored;
     signal_init(st, SIGKILL, &ignored);
-    /* Frozen, init would take the SIGKILL only once thawed (v1). */
-    if (s == COIL_STATUS_PAUSED && cgroup_freeze(cg, false, err) < 0)
+    /* Frozen, init would take the SIGKILL only once thawed (v1); paused
+     * means the cgroup parsed. */
+    if (s == COIL_STATUS_PAUSED && cg && cgroup_freeze(cg, false, err) < 0)
       return -1;
     if (!wait_gone(st, 10000))
       return coil_error_set(err, EBUSY, "container \"%s\": init did not exit",
                             id);
   }
-  if (cg) {
+  if (st->cgroup) {
+    if (!cg) {
+      *err = cg_err;
+      return -1;
+    }
     /* Left frozen by a pause whose init died since (a v2 SIGKILL works on
      * frozen tasks), the rest would not die either. */
     if (cgroup_frozen(cg) && cgroup_freeze(cg, false, err) < 0)
