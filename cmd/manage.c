@@ -117,8 +117,8 @@ static int print_ps_table(const pid_t *pids, size_t n, int nargs, char **args,
   char **full = calloc((size_t)nargs + 2, sizeof *full);
   if (!full)
     return coil_error_sys(err, ENOMEM, "ps");
-  full[0] = "ps";
-  static char def[] = "-ef";
+  static char ps[] = "ps", def[] = "-ef";
+  full[0] = ps;
   if (nargs == 0)
     full[1] = def;
   for (int i = 0; i < nargs; i++)
