@@ -41,6 +41,10 @@ int cmd_spec(const struct global_opts *g, int argc, char **argv);
 int cmd_features(const struct global_opts *g, int argc, char **argv);
 int cmd_py(const struct global_opts *g, int argc, char **argv);
 int cmd_check(const struct global_opts *g, int argc, char **argv);
+int cmd_pause(const struct global_opts *g, int argc, char **argv);
+int cmd_resume(const struct global_opts *g, int argc, char **argv);
+int cmd_ps(const struct global_opts *g, int argc, char **argv);
+int cmd_update(const struct global_opts *g, int argc, char **argv);
 
 struct coil_create_opts;
 struct coil_py_override;

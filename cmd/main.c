@@ -41,6 +41,35 @@ static const struct command commands[] = {
     {"delete", cmd_delete, "delete [--force] ID",
      "remove a stopped or created container (and its cgroup)",
      "  -f, --force               kill a running container first\n"},
+    {"pause", cmd_pause, "pause ID",
+     "freeze every process of a created or running container (cgroup "
+     "freezer)",
+     ""},
+    {"resume", cmd_resume, "resume ID",
+     "thaw the processes of a paused container", ""},
+    {"ps", cmd_ps, "ps [--format table|json] ID [PS-OPTIONS]",
+     "list the container's processes",
+     "  -f, --format table|json   table: ps PS-OPTIONS (default -ef) filtered "
+     "to the\n"
+     "                            container's pids; json: the array of its "
+     "host pids\n"},
+    {"update", cmd_update, "update [--resources FILE|-] [LIMIT FLAGS] ID",
+     "change a live container's cgroup limits",
+     "  -r, --resources FILE|-    a linux.resources JSON object (runtime "
+     "spec); '-':\n"
+     "                            stdin. Device rules in it are not changed\n"
+     "      --memory N            memory limit in bytes (64m, 1g; -1: "
+     "unlimited)\n"
+     "      --memory-reservation N  soft memory limit in bytes\n"
+     "      --memory-swap N       memory+swap limit in bytes (-1: unlimited)\n"
+     "      --pids-limit N        process limit (0 or -1: unlimited)\n"
+     "      --cpu-shares N        relative cpu weight (also --cpu-share)\n"
+     "      --cpu-quota N         cpu time in microseconds per period (-1: "
+     "unlimited)\n"
+     "      --cpu-period N        cpu period in microseconds\n"
+     "      --cpuset-cpus S       cpus to run on, e.g. 0-1\n"
+     "      --cpuset-mems S       memory nodes, e.g. 0\n"
+     "Give either --resources or flags; limits not given stay as they are.\n"},
     {"list", cmd_list, "list [--format table|json] [-q]", "list containers",
      "  -f, --format table|json   output format (default: table)\n"
      "  -q, --quiet               print only the ids\n"},

@@ -29,21 +29,23 @@
 #define COIL_PARENT "coil"
 #define SERIAL_TAG "coil-cgroup/1"
 /* Every container is placed under these, limits or not (memory also so an
- * OOM kill can be reported); hugetlb only when hugepageLimits ask for it,
- * v1 devices when there is a device policy to enforce. Other v1
- * hierarchies (freezer, blkio, name=systemd) are left alone: coil neither
- * limits through them nor owns them. */
+ * OOM kill can be reported, the v1 freezer so pause can stop it; v2 needs
+ * no controller for that); hugetlb only when hugepageLimits ask for it, v1
+ * devices when there is a device policy to enforce. Other v1 hierarchies
+ * (blkio, name=systemd) are left alone: coil neither limits through them
+ * nor owns them. */
 #define CG_BASE                                                                \
   (CG_BIT(CG_MEMORY) | CG_BIT(CG_PIDS) | CG_BIT(CG_CPU) | CG_BIT(CG_CPUACCT) | \
-   CG_BIT(CG_CPUSET))
+   CG_BIT(CG_CPUSET) | CG_BIT(CG_FREEZER))
 /* How long cgroup_destroy waits for dying tasks to leave (rmdir: EBUSY). */
 #define DESTROY_WAIT_NS 1000000000L
 #define DESTROY_POLL_NS 10000000L
 
 const char *const cg_ctrl_names[CG_NCTRL] = {
-    [CG_MEMORY] = "memory",   [CG_PIDS] = "pids",     [CG_CPU] = "cpu",
-    [CG_CPUACCT] = "cpuacct", [CG_CPUSET] = "cpuset", [CG_HUGETLB] = "hugetlb",
-    [CG_DEVICES] = "devices",
+    [CG_MEMORY] = "memory",   [CG_PIDS] = "pids",
+    [CG_CPU] = "cpu",         [CG_CPUACCT] = "cpuacct",
+    [CG_CPUSET] = "cpuset",   [CG_HUGETLB] = "hugetlb",
+    [CG_DEVICES] = "devices", [CG_FREEZER] = "freezer",
 };
 
 static int no_memory(struct coil_error *err) {
@@ -884,9 +886,8 @@ int cgroup_pids(const struct coil_cgroup *cg, pid_t **pids, size_t *n,
   return 0;
 }
 
-/* The value of a "key N" line of a flat-keyed cgroup file, 0 when absent. */
-static unsigned long long read_counter(const struct cg_dir *d, const char *file,
-                                       const char *key) {
+unsigned long long cg_read_key(const struct cg_dir *d, const char *file,
+                               const char *key) {
   struct coil_error err;
   cleanup_free char *text = NULL;
   if (!d || cg_read(d->path, file, &text, &err) < 0)
@@ -904,12 +905,60 @@ static unsigned long long read_counter(const struct cg_dir *d, const char *file,
 bool cgroup_oom_killed(const struct coil_cgroup *cg) {
   /* "oom_kill N": v1 memory.oom_control since Linux 4.13, v2 memory.events. */
   const struct cg_dir *d = find_dir(cg, CG_MEMORY);
-  return d && read_counter(d, d->drv->oom_file, "oom_kill") > 0;
+  return d && cg_read_key(d, d->drv->oom_file, "oom_kill") > 0;
 }
 
 unsigned long long cgroup_pids_limit_hits(const struct coil_cgroup *cg) {
   /* "max N" of pids.events (v1 and v2): forks refused at pids.max. */
-  return read_counter(find_dir(cg, CG_PIDS), "pids.events", "max");
+  return cg_read_key(find_dir(cg, CG_PIDS), "pids.events", "max");
+}
+
+/* Where the container is frozen: in the v1 freezer hierarchy when the
+ * host mounts one, else in its v2 cgroup (which needs no controller for
+ * it, so a container made before coil used the v1 freezer still has one). */
+static const struct cg_dir *freezer_dir(const struct coil_cgroup *cg) {
+  const struct cg_dir *d = find_dir(cg, CG_FREEZER);
+  for (size_t i = 0; !d && i < cg->n; i++)
+    if (cg->dirs[i].drv == &cg_driver_v2)
+      d = &cg->dirs[i];
+  return d;
+}
+
+int cgroup_freeze(const struct coil_cgroup *cg, bool frozen,
+                  struct coil_error *err) {
+  const struct cg_dir *d = freezer_dir(cg);
+  if (!d)
+    return coil_error_set(err, ENOTSUP,
+                          "the container has no cgroup that can be frozen "
+                          "(neither a v1 freezer hierarchy nor cgroup2)");
+  return d->drv->freeze(d, frozen, err);
+}
+
+bool cgroup_frozen(const struct coil_cgroup *cg) {
+  const struct cg_dir *d = freezer_dir(cg);
+  return d && d->drv->frozen(d);
+}
+
+int cgroup_update(const struct coil_cgroup *cg,
+                  const struct coil_resources *res, struct coil_error *err) {
+  if (check_hugepages(res, err) < 0)
+    return -1;
+  unsigned have = 0;
+  for (size_t i = 0; i < cg->n; i++)
+    have |= cg->dirs[i].ctrls;
+  for (enum cg_ctrl c = 0; c < CG_NCTRL; c++)
+    if (cg_needed(res) & ~have & CG_BIT(c))
+      return coil_error_set(err, ENOENT,
+                            "%s: the container has no %s cgroup (it is made "
+                            "at create only when the host has the controller "
+                            "or a limit needs it)",
+                            cg_field(res, c), cg_ctrl_names[c]);
+  /* Each memory cgroup shows memory.memsw.* as its root does, so the
+   * container's own directory tells whether swap is accounted. */
+  for (size_t i = 0; i < cg->n; i++)
+    if (apply_limits(&cg->dirs[i], cg->dirs[i].path, res, err) < 0)
+      return -1;
+  return 0;
 }
 
 int cgroup_destroy(const struct coil_cgroup *cg, struct coil_error *err) {

@@ -73,6 +73,20 @@ bool cgroup_oom_killed(const struct coil_cgroup *cg);
 /* How many forks the pids controller refused at its limit. */
 unsigned long long cgroup_pids_limit_hits(const struct coil_cgroup *cg);
 
+/* Freezes (frozen) or thaws every process in the container's cgroup,
+ * returning once the kernel reports it done: the v1 freezer when the host
+ * has one, else the v2 cgroup.freeze. */
+int cgroup_freeze(const struct coil_cgroup *cg, bool frozen,
+                  struct coil_error *err);
+/* True while the container's cgroup is frozen. */
+bool cgroup_frozen(const struct coil_cgroup *cg);
+
+/* Writes the limits res sets into the existing cgroups (the rest stay as
+ * they are); fails naming the field when the container has no cgroup of the
+ * controller it needs. */
+int cgroup_update(const struct coil_cgroup *cg,
+                  const struct coil_resources *res, struct coil_error *err);
+
 /* Removes every directory cgroup_create made (waits briefly for the
  * kernel to release dying tasks); also removes an empty "coil" parent. */
 int cgroup_destroy(const struct coil_cgroup *cg, struct coil_error *err);

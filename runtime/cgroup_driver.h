@@ -17,6 +17,7 @@ enum cg_ctrl {
   CG_CPUSET,
   CG_HUGETLB,
   CG_DEVICES, /* v1 only; on v2 a device program does its work */
+  CG_FREEZER, /* v1 only; every v2 cgroup has cgroup.freeze */
   CG_NCTRL
 };
 #define CG_BIT(c) (1u << (c))
@@ -67,6 +68,11 @@ struct cg_driver {
    * Called before any task is in d. */
   int (*devices)(const struct cg_dir *d, const struct dev_policy *p,
                  struct coil_error *err);
+  /* Freezes (or thaws) every task in d and below, returning once the kernel
+   * reports it done; frozen() reads which it is. v1: the freezer
+   * controller's freezer.state, v2: cgroup.freeze and cgroup.events. */
+  int (*freeze)(const struct cg_dir *d, bool frozen, struct coil_error *err);
+  bool (*frozen)(const struct cg_dir *d);
 };
 
 extern const struct cg_driver cg_driver_v1;
@@ -85,6 +91,11 @@ int cg_set(const struct cg_dir *d, const char *field, const char *file,
  * On failure err->err holds the errno (ENOENT: no such file). */
 int cg_read(const char *dir, const char *file, char **out,
             struct coil_error *err);
+
+/* The value of a "key N" line of a flat-keyed file of d (cgroup.events,
+ * memory.events, ...), 0 when the file or the line is absent. */
+unsigned long long cg_read_key(const struct cg_dir *d, const char *file,
+                               const char *key);
 
 /* The controllers whose limits res sets (CG_BIT()s); res may be NULL. */
 unsigned cg_needed(const struct coil_resources *res);

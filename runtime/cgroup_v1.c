@@ -4,10 +4,13 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cgroup_driver.h"
 #include "cleanup.h"
+#include "deadline.h"
 #include "log.h"
 
 /* A new v1 cpuset cgroup starts with empty cpuset.cpus and cpuset.mems, and
@@ -48,26 +51,9 @@ static bool has_memsw(const char *root) {
          access(path, F_OK) == 0;
 }
 
-static int v1_memory(const struct cg_dir *d, const char *root,
-                     const struct coil_resources *res, struct coil_error *err) {
+static int v1_swap(const struct cg_dir *d, const char *root,
+                   const struct coil_resources *res, struct coil_error *err) {
   static bool warned_swap;
-  char v[32];
-  if (res->has_memory_limit) {
-    snprintf(v, sizeof v, "%" PRId64, res->memory_limit);
-    if (cg_set(d, "linux.resources.memory.limit", "memory.limit_in_bytes", v,
-               err) < 0)
-      return -1;
-  }
-  if (res->has_memory_reservation) {
-    snprintf(v, sizeof v, "%" PRId64, res->memory_reservation);
-    if (cg_set(d, "linux.resources.memory.reservation",
-               "memory.soft_limit_in_bytes", v, err) < 0)
-      return -1;
-  }
-  /* OCI's swap is memory+swap, exactly what memsw limits; 0 means unset, as
-   * in runc. memsw may not go below memory.limit_in_bytes, hence after it. */
-  if (!res->has_memory_swap || res->memory_swap == 0)
-    return 0;
   if (!has_memsw(root)) {
     if (res->memory_swap != -1 && !warned_swap) {
       warned_swap = true;
@@ -78,9 +64,58 @@ static int v1_memory(const struct cg_dir *d, const char *root,
     }
     return 0;
   }
+  char v[32];
   snprintf(v, sizeof v, "%" PRId64, res->memory_swap);
   return cg_set(d, "linux.resources.memory.swap", "memory.memsw.limit_in_bytes",
                 v, err);
+}
+
+/* The kernel keeps memory.memsw.limit_in_bytes >= memory.limit_in_bytes at
+ * every write, so which goes first depends on where they move (an update
+ * may raise both above the old memsw): memsw first when it will be no less
+ * than the memory limit in force. */
+static bool swap_first(const struct cg_dir *d, const struct coil_resources *res,
+                       bool swap) {
+  if (!swap || !res->has_memory_limit)
+    return false;
+  if (res->memory_swap == -1)
+    return true;
+  struct coil_error ignored;
+  cleanup_free char *cur = NULL;
+  if (cg_read(d->path, "memory.limit_in_bytes", &cur, &ignored) < 0)
+    return false;
+  return strtoull(cur, NULL, 10) <= (unsigned long long)res->memory_swap;
+}
+
+static int v1_memory(const struct cg_dir *d, const char *root,
+                     const struct coil_resources *res, struct coil_error *err) {
+  char v[32];
+  /* OCI's swap is memory+swap, exactly what memsw limits; 0 means unset, as
+   * in runc. An unlimited memory without a swap lifts memsw too (runc does
+   * the same), since memsw may not stay below it. */
+  struct coil_resources r = *res;
+  if (r.has_memory_limit && r.memory_limit == -1 &&
+      (!r.has_memory_swap || r.memory_swap == 0) && has_memsw(root)) {
+    r.has_memory_swap = true;
+    r.memory_swap = -1;
+  }
+  bool swap = r.has_memory_swap && r.memory_swap != 0;
+  bool early = swap_first(d, &r, swap);
+  if (early && v1_swap(d, root, &r, err) < 0)
+    return -1;
+  if (r.has_memory_limit) {
+    snprintf(v, sizeof v, "%" PRId64, r.memory_limit);
+    if (cg_set(d, "linux.resources.memory.limit", "memory.limit_in_bytes", v,
+               err) < 0)
+      return -1;
+  }
+  if (r.has_memory_reservation) {
+    snprintf(v, sizeof v, "%" PRId64, r.memory_reservation);
+    if (cg_set(d, "linux.resources.memory.reservation",
+               "memory.soft_limit_in_bytes", v, err) < 0)
+      return -1;
+  }
+  return swap && !early ? v1_swap(d, root, &r, err) : 0;
 }
 
 static int v1_cpu(const struct cg_dir *d, const struct coil_resources *res,
@@ -127,6 +162,67 @@ static int v1_devices(const struct cg_dir *d, const struct dev_policy *p,
   return 0;
 }
 
+/* A v1 freeze stays FREEZING until every task has reached the
+ * refrigerator, which a busy host may take a while to schedule them to, and
+ * may never get there while tasks keep forking: the state is polled this
+ * often, and every THAW_EVERY the cgroup is thawed for a moment and frozen
+ * anew, up to WAIT_MS in all. */
+#define FREEZE_WAIT_MS 5000
+#define FREEZE_THAW_EVERY_MS 500
+#define FREEZE_POLL_NS 1000000L
+#define FREEZE_THAW_NS 10000000L
+
+static int v1_freeze(const struct cg_dir *d, bool frozen,
+                     struct coil_error *err) {
+  if (!(d->ctrls & CG_BIT(CG_FREEZER)))
+    return coil_error_set(err, ENOTSUP, "%s: not a freezer cgroup", d->path);
+  if (!frozen)
+    return cg_write(d->path, "freezer.state", "THAWED", d->kernel, err);
+  long long now = deadline_now_ms();
+  long long deadline = deadline_after_ms(now, FREEZE_WAIT_MS);
+  long long rethaw = deadline_after_ms(now, FREEZE_THAW_EVERY_MS);
+  if (cg_write(d->path, "freezer.state", "FROZEN", d->kernel, err) < 0)
+    return -1;
+  for (;;) {
+    cleanup_free char *state = NULL;
+    if (cg_read(d->path, "freezer.state", &state, err) < 0)
+      return -1;
+    if (!strcmp(state, "FROZEN"))
+      return 0;
+    if (strcmp(state, "FREEZING"))
+      return coil_error_set(err, EIO, "%s/freezer.state: \"%s\" while freezing",
+                            d->path, state);
+    now = deadline_now_ms();
+    if (deadline_slice_ms(deadline, now, -1) == 0)
+      break;
+    if (deadline_slice_ms(rethaw, now, -1) == 0) {
+      rethaw = deadline_after_ms(now, FREEZE_THAW_EVERY_MS);
+      if (cg_write(d->path, "freezer.state", "THAWED", d->kernel, err) < 0)
+        return -1;
+      nanosleep(&(struct timespec){.tv_nsec = FREEZE_THAW_NS}, NULL);
+      if (cg_write(d->path, "freezer.state", "FROZEN", d->kernel, err) < 0)
+        return -1;
+      continue;
+    }
+    nanosleep(&(struct timespec){.tv_nsec = FREEZE_POLL_NS}, NULL);
+  }
+  /* Left FREEZING, some tasks would be stopped and others not. */
+  struct coil_error ignored;
+  cg_write(d->path, "freezer.state", "THAWED", d->kernel, &ignored);
+  return coil_error_set(err, EBUSY,
+                        "%s/freezer.state: still FREEZING after %d ms (tasks "
+                        "keep forking?); thawed again",
+                        d->path, FREEZE_WAIT_MS);
+}
+
+static bool v1_frozen(const struct cg_dir *d) {
+  struct coil_error ignored;
+  cleanup_free char *state = NULL;
+  return (d->ctrls & CG_BIT(CG_FREEZER)) &&
+         cg_read(d->path, "freezer.state", &state, &ignored) == 0 &&
+         !strcmp(state, "FROZEN");
+}
+
 const struct cg_driver cg_driver_v1 = {
     .name = "v1",
     .oom_file = "memory.oom_control",
@@ -135,4 +231,6 @@ const struct cg_driver cg_driver_v1 = {
     .memory = v1_memory,
     .cpu = v1_cpu,
     .devices = v1_devices,
+    .freeze = v1_freeze,
+    .frozen = v1_frozen,
 };

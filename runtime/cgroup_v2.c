@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cgroup_driver.h"
 #include "cleanup.h"
+#include "deadline.h"
 #include "log.h"
 
 #define CPU_PERIOD_DEFAULT 100000 /* µs, the kernel's default */
@@ -195,6 +197,39 @@ static int v2_devices(const struct cg_dir *d, const struct dev_policy *p,
   return 0;
 }
 
+/* How long the kernel gets to report a freeze or thaw done; it waits for
+ * each task to reach a safe point (a task in an uninterruptible sleep, say
+ * on a hung NFS mount, may hold it up), polled this often. */
+#define FREEZE_WAIT_MS 5000
+#define FREEZE_POLL_NS 1000000L
+
+static int v2_freeze(const struct cg_dir *d, bool frozen,
+                     struct coil_error *err) {
+  if (cg_write(d->path, "cgroup.freeze", frozen ? "1" : "0", d->kernel, err) <
+      0)
+    return -1;
+  long long deadline = deadline_after_ms(deadline_now_ms(), FREEZE_WAIT_MS);
+  while ((cg_read_key(d, "cgroup.events", "frozen") == 1) != frozen) {
+    if (deadline_slice_ms(deadline, deadline_now_ms(), -1) == 0) {
+      if (frozen) {
+        struct coil_error ignored;
+        cg_write(d->path, "cgroup.freeze", "0", d->kernel, &ignored);
+      }
+      return coil_error_set(err, ETIMEDOUT,
+                            "%s/cgroup.events: not \"frozen %d\" %d ms after "
+                            "writing cgroup.freeze%s",
+                            d->path, frozen, FREEZE_WAIT_MS,
+                            frozen ? "; thawed again" : "");
+    }
+    nanosleep(&(struct timespec){.tv_nsec = FREEZE_POLL_NS}, NULL);
+  }
+  return 0;
+}
+
+static bool v2_frozen(const struct cg_dir *d) {
+  return cg_read_key(d, "cgroup.events", "frozen") == 1;
+}
+
 const struct cg_driver cg_driver_v2 = {
     .name = "v2",
     .oom_file = "memory.events",
@@ -203,4 +238,6 @@ const struct cg_driver cg_driver_v2 = {
     .memory = v2_memory,
     .cpu = v2_cpu,
     .devices = v2_devices,
+    .freeze = v2_freeze,
+    .frozen = v2_frozen,
 };

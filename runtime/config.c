@@ -499,21 +499,28 @@ static void tree_freep(yajl_val *v) {
     yajl_tree_free(*v);
 }
 
-/* name prefixes document-level errors; NULL when the caller adds the file. */
-static int parse_document(const char *buf, size_t len, const char *name,
-                          struct coil_config **out, struct coil_error *err) {
-  *out = NULL;
+/* The checked yajl tree of a document; name prefixes document-level
+ * errors (NULL when the caller adds the file). */
+static int parse_tree(const char *buf, size_t len, const char *name,
+                      yajl_val *tree, struct coil_error *err) {
   if (scan_document(buf, len, name, err) < 0)
     return -1;
   char yerr[512] = "";
-  __attribute__((cleanup(tree_freep))) yajl_val tree =
-      json_tree_parse(buf, len, yerr, sizeof yerr, NULL);
-  if (!tree) {
+  *tree = json_tree_parse(buf, len, yerr, sizeof yerr, NULL);
+  if (!*tree) {
     one_line(yerr);
     return doc_error(err, name, "invalid JSON: %s",
                      *yerr ? yerr : "parse error");
   }
+  return 0;
+}
 
+static int parse_document(const char *buf, size_t len, const char *name,
+                          struct coil_config **out, struct coil_error *err) {
+  *out = NULL;
+  __attribute__((cleanup(tree_freep))) yajl_val tree = NULL;
+  if (parse_tree(buf, len, name, &tree, err) < 0)
+    return -1;
   struct coil_config *c = calloc(1, sizeof *c);
   if (!c)
     return coil_error_set(err, ENOMEM, "config.json: out of memory");
@@ -524,6 +531,28 @@ static int parse_document(const char *buf, size_t len, const char *name,
   }
   *out = c;
   return 0;
+}
+
+int config_parse_resources(const char *buf, size_t len, const char *name,
+                           struct coil_resources *out, struct coil_error *err) {
+  *out = (struct coil_resources){0};
+  __attribute__((cleanup(tree_freep))) yajl_val tree = NULL;
+  if (parse_tree(buf, len, name, &tree, err) < 0)
+    return -1;
+  /* Errors name the field as in config.json. */
+  struct jw_walk w = {.err = err};
+  jw_push_key(&w, "linux");
+  jw_push_key(&w, "resources");
+  if (jw_read_object(&w, &resources_obj, tree, out) < 0) {
+    config_resources_free(out);
+    return coil_error_prefix(err, "%s", name);
+  }
+  return 0;
+}
+
+void config_resources_free(struct coil_resources *r) {
+  jw_free_object(&resources_obj, r);
+  *r = (struct coil_resources){0};
 }
 
 static bool mount_is_bind(const struct coil_mount *m) {

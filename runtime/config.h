@@ -231,6 +231,13 @@ int config_parse_file(const char *path, struct coil_config **out,
                       struct coil_error *err);
 void config_free(struct coil_config *c);
 
+/* Parses a document holding one linux.resources object (update
+ * --resources); name (the file, or "stdin") prefixes errors, which name
+ * the field as "linux.resources.memory.limit". */
+int config_parse_resources(const char *buf, size_t len, const char *name,
+                           struct coil_resources *out, struct coil_error *err);
+void config_resources_free(struct coil_resources *r);
+
 /* Makes a bind mount's relative mounts[].source absolute against the bundle
  * directory (an absolute path), as the runtime spec says: never against the
  * runtime's working directory. Other mounts' sources ("proc", "tmpfs") are

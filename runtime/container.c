@@ -612,6 +612,13 @@ static bool init_is_ours(const struct coil_state *st) {
   return false;
 }
 
+static bool is_frozen(const struct coil_state *st) {
+  cleanup_cgroup struct coil_cgroup *cg = NULL;
+  struct coil_error ignored;
+  return st->cgroup && cgroup_deserialize(st->cgroup, &cg, &ignored) == 0 &&
+         cgroup_frozen(cg);
+}
+
 /* A create that did not finish is "creating" while its creator still holds
  * the lock, else "stopped" with nothing running; locked: d is ours. */
 static enum coil_status status_of(const struct coil_state_dir *d,
@@ -621,7 +628,15 @@ static enum coil_status status_of(const struct coil_state_dir *d,
                                         : COIL_STATUS_STOPPED;
   if (!init_is_ours(st))
     return COIL_STATUS_STOPPED;
+  if (is_frozen(st))
+    return COIL_STATUS_PAUSED;
   return st->started ? COIL_STATUS_RUNNING : COIL_STATUS_CREATED;
+}
+
+/* Whether s has a live init (its pid is shown in state and list). */
+static bool is_live(enum coil_status s) {
+  return s == COIL_STATUS_CREATED || s == COIL_STATUS_RUNNING ||
+         s == COIL_STATUS_PAUSED;
 }
 
 int container_start(const char *root, const char *id, struct coil_error *err) {
@@ -703,15 +718,19 @@ int container_kill(const char *root, const char *id, int sig, bool all,
   cleanup_state struct coil_state *st = NULL;
   if (open_state(root, id, true, &d, &st, err) < 0)
     return -1;
-  if (status_of(&d, st, true) == COIL_STATUS_STOPPED)
+  enum coil_status s = status_of(&d, st, true);
+  if (s == COIL_STATUS_STOPPED)
     return coil_error_set(err, ESRCH, "container \"%s\" is not running", id);
-  if (all && st->cgroup) {
-    cleanup_cgroup struct coil_cgroup *cg = NULL;
-    if (cgroup_deserialize(st->cgroup, &cg, err) < 0)
-      return -1;
-    return signal_all(cg, sig, err);
-  }
-  return signal_init(st, sig, err);
+  cleanup_cgroup struct coil_cgroup *cg = NULL;
+  if (st->cgroup && cgroup_deserialize(st->cgroup, &cg, err) < 0)
+    return -1;
+  if ((all && cg ? signal_all(cg, sig, err) : signal_init(st, sig, err)) < 0)
+    return -1;
+  /* A frozen task takes its SIGKILL only once thawed (v1): as runc, thaw
+   * a paused container for SIGKILL, and for SIGKILL only. */
+  if (s == COIL_STATUS_PAUSED && sig == SIGKILL && cg)
+    return cgroup_freeze(cg, false, err);
+  return 0;
 }
 
 /* Without a pidfd, or when polling it fails, whether init is gone is
@@ -777,21 +796,35 @@ int container_delete(const char *root, const char *id, bool force,
   enum coil_status s = status_of(&d, st, true);
   log_debug("delete %s: status %s%s", id, state_status_name(s),
             force ? ", forced" : "");
-  if (s == COIL_STATUS_RUNNING && !force)
+  if ((s == COIL_STATUS_RUNNING || s == COIL_STATUS_PAUSED) && !force)
     return coil_error_set(err, EBUSY,
-                          "container \"%s\" is running: stop it first or use "
+                          "container \"%s\" is %s: stop it first or use "
                           "delete --force",
-                          id);
+                          id, state_status_name(s));
+  /* A state whose cgroup does not parse still gets its init killed. */
+  cleanup_cgroup struct coil_cgroup *cg = NULL;
+  struct coil_error cg_err = {0};
+  if (st->cgroup)
+    cgroup_deserialize(st->cgroup, &cg, &cg_err);
   if (s != COIL_STATUS_STOPPED) {
     struct coil_error ignored;
     signal_init(st, SIGKILL, &ignored);
+    /* Frozen, init would take the SIGKILL only once thawed (v1); paused
+     * means the cgroup parsed. */
+    if (s == COIL_STATUS_PAUSED && cg && cgroup_freeze(cg, false, err) < 0)
+      return -1;
     if (!wait_gone(st, 10000))
       return coil_error_set(err, EBUSY, "container \"%s\": init did not exit",
                             id);
   }
   if (st->cgroup) {
-    cleanup_cgroup struct coil_cgroup *cg = NULL;
-    if (cgroup_deserialize(st->cgroup, &cg, err) < 0)
+    if (!cg) {
+      *err = cg_err;
+      return -1;
+    }
+    /* Left frozen by a pause whose init died since (a v2 SIGKILL works on
+     * frozen tasks), the rest would not die either. */
+    if (cgroup_frozen(cg) && cgroup_freeze(cg, false, err) < 0)
       return -1;
     kill_leftovers(cg);
     if (cgroup_destroy(cg, err) < 0)
@@ -799,9 +832,9 @@ int container_delete(const char *root, const char *id, bool force,
   } else if (st->cgroup_planned) {
     /* Not known to have been made, so perhaps not ours: removed only if
      * there and empty, nothing in it is killed. */
-    cleanup_cgroup struct coil_cgroup *cg = NULL;
-    if (cgroup_deserialize(st->cgroup_planned, &cg, err) < 0 ||
-        cgroup_destroy(cg, err) < 0)
+    cleanup_cgroup struct coil_cgroup *planned = NULL;
+    if (cgroup_deserialize(st->cgroup_planned, &planned, err) < 0 ||
+        cgroup_destroy(planned, err) < 0)
       return -1;
   }
   /* Poststop pairs with a finished create (as the rollback of a failed one
@@ -813,6 +846,74 @@ int container_delete(const char *root, const char *id, bool force,
       log_warn("%s", herr.msg);
   }
   return state_dir_remove(&d, err);
+}
+
+/* The container's cgroup, for the commands that act on it: one with a live
+ * init (not stopped, not half created). */
+static int live_cgroup(const char *what, const struct coil_state_dir *d,
+                       const struct coil_state *st, enum coil_status *s,
+                       struct coil_cgroup **cg, struct coil_error *err) {
+  *s = status_of(d, st, true);
+  if (!is_live(*s))
+    return coil_error_set(err, EINVAL, "%s: container \"%s\" is %s", what,
+                          st->id, state_status_name(*s));
+  if (!st->cgroup)
+    return coil_error_set(err, ENOENT, "%s: container \"%s\" has no cgroup",
+                          what, st->id);
+  return cgroup_deserialize(st->cgroup, cg, err);
+}
+
+int container_pause(const char *root, const char *id, bool paused,
+                    struct coil_error *err) {
+  const char *what = paused ? "pause" : "resume";
+  cleanup_state_dir struct coil_state_dir d = COIL_STATE_DIR_INIT;
+  cleanup_state struct coil_state *st = NULL;
+  cleanup_cgroup struct coil_cgroup *cg = NULL;
+  enum coil_status s;
+  if (open_state(root, id, true, &d, &st, err) < 0 ||
+      live_cgroup(what, &d, st, &s, &cg, err) < 0)
+    return -1;
+  /* As runc: a created or running container can be paused, only a paused
+   * one resumed. */
+  if ((s == COIL_STATUS_PAUSED) == paused)
+    return coil_error_set(err, EINVAL, "%s: container \"%s\" is %s%s", what, id,
+                          state_status_name(s),
+                          paused ? " already" : ", not paused");
+  if (cgroup_freeze(cg, paused, err) < 0)
+    return coil_error_prefix(err, "%s container \"%s\"", what, id);
+  return 0;
+}
+
+int container_pids(const char *root, const char *id, pid_t **pids, size_t *n,
+                   struct coil_error *err) {
+  *pids = NULL;
+  *n = 0;
+  cleanup_state_dir struct coil_state_dir d = COIL_STATE_DIR_INIT;
+  cleanup_state struct coil_state *st = NULL;
+  cleanup_cgroup struct coil_cgroup *cg = NULL;
+  if (open_state(root, id, false, &d, &st, err) < 0)
+    return -1;
+  /* A stopped container's cgroup is there (empty) until delete. */
+  if (!st->cgroup)
+    return coil_error_set(err, ENOENT, "ps: container \"%s\" has no cgroup",
+                          id);
+  if (cgroup_deserialize(st->cgroup, &cg, err) < 0)
+    return -1;
+  return cgroup_pids(cg, pids, n, err);
+}
+
+int container_update(const char *root, const char *id,
+                     const struct coil_resources *res, struct coil_error *err) {
+  cleanup_state_dir struct coil_state_dir d = COIL_STATE_DIR_INIT;
+  cleanup_state struct coil_state *st = NULL;
+  cleanup_cgroup struct coil_cgroup *cg = NULL;
+  enum coil_status s;
+  if (open_state(root, id, true, &d, &st, err) < 0 ||
+      live_cgroup("update", &d, st, &s, &cg, err) < 0)
+    return -1;
+  if (cgroup_update(cg, res, err) < 0)
+    return coil_error_prefix(err, "update container \"%s\"", id);
+  return 0;
 }
 
 static void limits_of(const struct coil_state *st,
@@ -849,7 +950,7 @@ int container_state_json(const char *root, const char *id, bool pretty,
   enum coil_status s = status_of(&d, st, false);
   struct coil_limit_report lim;
   limits_of(st, &lim);
-  bool live = s == COIL_STATUS_CREATED || s == COIL_STATUS_RUNNING;
+  bool live = is_live(s);
   struct coil_oci_state os = {.id = st->id,
                               .status = state_status_name(s),
                               .pid = live ? st->pid : 0,
@@ -888,7 +989,7 @@ int container_list(const char *root, struct coil_container_info **out,
     if (names[i] && state_dir_open_name(root, names[i], &d, &lerr) == 0 &&
         state_read(&d, NULL, &st, &lerr) == 0) {
       enum coil_status s = status_of(&d, st, false);
-      bool live = s == COIL_STATUS_CREATED || s == COIL_STATUS_RUNNING;
+      bool live = is_live(s);
       l[k].id = steal_ptr(st->id);
       l[k].pid = live ? st->pid : 0;
       l[k].status = state_status_name(s);

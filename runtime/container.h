@@ -34,6 +34,17 @@ int container_kill(const char *root, const char *id, int sig, bool all,
                    struct coil_error *err);
 int container_delete(const char *root, const char *id, bool force,
                      struct coil_error *err);
+/* Freezes (paused) or thaws every process of a created or running
+ * container through its cgroup; resume needs a paused one. */
+int container_pause(const char *root, const char *id, bool paused,
+                    struct coil_error *err);
+/* The host pids in the container's cgroup (malloc'd). */
+int container_pids(const char *root, const char *id, pid_t **pids, size_t *n,
+                   struct coil_error *err);
+struct coil_resources;
+/* Writes the limits res sets into a live container's cgroups. */
+int container_update(const char *root, const char *id,
+                     const struct coil_resources *res, struct coil_error *err);
 
 /* The OCI state JSON of one container (malloc'd). */
 int container_state_json(const char *root, const char *id, bool pretty,

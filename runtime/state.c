@@ -491,6 +491,8 @@ const char *state_status_name(enum coil_status s) {
     return "running";
   case COIL_STATUS_STOPPED:
     return "stopped";
+  case COIL_STATUS_PAUSED:
+    return "paused";
   }
   return "unknown";
 }

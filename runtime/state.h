@@ -20,7 +20,10 @@ enum coil_status {
   COIL_STATUS_CREATING,
   COIL_STATUS_CREATED,
   COIL_STATUS_RUNNING,
-  COIL_STATUS_STOPPED
+  COIL_STATUS_STOPPED,
+  /* created or running, with its cgroup frozen (a runc extension of the
+   * runtime spec's statuses) */
+  COIL_STATUS_PAUSED
 };
 
 struct coil_state {

@@ -273,3 +273,62 @@ def test_containerd_detached_kill_and_delete():
     assert "STOPPED" in c.ctr("task", "ls").stdout
     assert c.ctr("task", "rm", cid).returncode == 0
     assert c.ctr("container", "rm", cid).returncode == 0
+
+
+def test_containerd_pause_resume_and_ps():
+    c = Containerd()
+    cid = harness.new_id("ctr")
+    r = c.ctr(*c.run_args("-d", IMAGE, cid, "sh", "-c",
+                          "sleep 1000 & sleep 1001"))
+    assert r.returncode == 0, harness.describe(r)
+    pids = []
+    for _ in range(100):
+        r = c.ctr("task", "ps", cid)
+        assert r.returncode == 0, harness.describe(r)
+        pids = [line.split()[0] for line in r.stdout.splitlines()[1:]]
+        if len(pids) == 2:
+            break
+        time.sleep(0.1)
+    # sh execs its last command: init is "sleep 1001", its child "sleep 1000"
+    assert len(pids) == 2 and all(p.isdigit() for p in pids), r.stdout
+    r = c.ctr("task", "pause", cid)
+    assert r.returncode == 0, harness.describe(r)
+    assert "PAUSED" in c.ctr("task", "ls").stdout
+    r = c.ctr("task", "resume", cid)
+    assert r.returncode == 0, harness.describe(r)
+    assert "RUNNING" in c.ctr("task", "ls").stdout
+    r = c.ctr("task", "pause", cid)
+    assert r.returncode == 0, harness.describe(r)
+    r = c.ctr("task", "kill", "-s", "SIGKILL", cid)
+    assert r.returncode == 0, harness.describe(r)
+    for _ in range(100):
+        if "STOPPED" in c.ctr("task", "ls").stdout:
+            break
+        time.sleep(0.1)
+    assert "STOPPED" in c.ctr("task", "ls").stdout, c.ctr("task", "ls").stdout
+    assert c.ctr("task", "rm", cid).returncode == 0
+    assert c.ctr("container", "rm", cid).returncode == 0
+
+
+def test_podman_pause_unpause_and_top():
+    p = Podman()
+    r = p(*p.run_args("-d", IMAGE, "sh", "-c", "sleep 1000 & sleep 1001"))
+    assert r.returncode == 0, harness.describe(r)
+    cid = r.stdout.strip()
+    r = p("pause", cid)
+    assert r.returncode == 0, harness.describe(r)
+    r = p("inspect", "--format", "{{.State.Status}}", cid)
+    assert r.stdout.strip() == "paused", harness.describe(r)
+    r = p("unpause", cid)
+    assert r.returncode == 0, harness.describe(r)
+    r = p("inspect", "--format", "{{.State.Status}}", cid)
+    assert r.stdout.strip() == "running", harness.describe(r)
+    for _ in range(50):
+        r = p("top", cid, "pid", "args")
+        assert r.returncode == 0, harness.describe(r)
+        if "sleep 1001" in r.stdout:
+            break
+        time.sleep(0.1)
+    assert "sleep 1000" in r.stdout and "sleep 1001" in r.stdout, r.stdout
+    r = p("rm", "-f", cid)
+    assert r.returncode == 0, harness.describe(r)

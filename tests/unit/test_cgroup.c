@@ -740,6 +740,100 @@ static void test_devices_fake(void) {
   dev_policy_free(&p);
 }
 
+/* pause/resume and update on a v2 tree: the files written, the waits for
+ * cgroup.events, and limits not given left alone. */
+static void test_v2_freeze_update(void) {
+  struct coil_cgroup_env env = v2_tree(V2_ALL);
+  struct coil_resources r = {.has_memory_limit = true,
+                             .memory_limit = 64 << 20,
+                             .has_pids_limit = true,
+                             .pids_limit = 10};
+  struct coil_cgroup *cg = NULL;
+  struct coil_error err = {0};
+  int rc = cgroup_create(&env, NULL, "f1", &r, NULL, &cg, &err);
+  ok(rc == 0, "v2 freeze: create (%s)", rc ? err.msg : "ok");
+  if (rc)
+    return;
+  const char *dir = cg->dirs[0].path;
+  ok(!cgroup_frozen(cg), "v2: no frozen line in cgroup.events: not frozen");
+  put(pf("%s/cgroup.events", dir), "populated 1\nfrozen 1\n");
+  rc = cgroup_freeze(cg, true, &err);
+  ok(rc == 0, "v2: freeze once cgroup.events says frozen 1 (%s)",
+     rc ? err.msg : "ok");
+  is_str(get(pf("%s/cgroup.freeze", dir)), "1", "v2: cgroup.freeze = 1");
+  ok(cgroup_frozen(cg), "v2: frozen 1 reads as frozen");
+  put(pf("%s/cgroup.events", dir), "populated 1\nfrozen 0\n");
+  rc = cgroup_freeze(cg, false, &err);
+  ok(rc == 0, "v2: thaw (%s)", rc ? err.msg : "ok");
+  is_str(get(pf("%s/cgroup.freeze", dir)), "0", "v2: cgroup.freeze = 0");
+  ok(!cgroup_frozen(cg), "v2: frozen 0 reads as thawed");
+
+  struct coil_resources u = {.has_memory_limit = true,
+                             .memory_limit = 96 << 20,
+                             .has_cpu_quota = true,
+                             .cpu_quota = 20000};
+  rc = cgroup_update(cg, &u, &err);
+  ok(rc == 0, "v2: update (%s)", rc ? err.msg : "ok");
+  is_str(get(pf("%s/memory.max", dir)), "100663296", "v2 update: memory.max");
+  is_str(get(pf("%s/cpu.max", dir)), "20000 100000", "v2 update: cpu.max");
+  is_str(get(pf("%s/pids.max", dir)), "10",
+         "v2 update: pids.max not given, left as it was");
+  char ps[] = "2MB";
+  struct coil_hugepage_limit huge = {.page_size = ps, .limit = 1};
+  u = (struct coil_resources){.hugepage_limits = &huge, .n_hugepage_limits = 1};
+  rc = cgroup_update(cg, &u, &err);
+  ok(rc < 0 && has(err.msg, "linux.resources.hugepageLimits") &&
+         has(err.msg, "no hugetlb cgroup"),
+     "v2 update: a controller the container lacks is named: %s", err.msg);
+  destroy_free(cg, &err);
+}
+
+/* The v1 freezer: made with the other hierarchies, FROZEN/THAWED written to
+ * freezer.state; update writes v1 files. */
+static void test_v1_freeze_update(void) {
+  struct coil_cgroup_env env = hybrid_tree(false);
+  const char *fs = env.fs_root;
+  put(pf("%s/freezer/cgroup.procs", fs), "1\n");
+  FILE *proc = fopen(env.proc_self_cgroup, "a");
+  if (proc) {
+    fputs("6:freezer:/\n", proc);
+    fclose(proc);
+  }
+  struct coil_cgroup *cg = NULL;
+  struct coil_error err = {0};
+  int rc = cgroup_create(&env, NULL, "f2", NULL, NULL, &cg, &err);
+  ok(rc == 0, "v1 freeze: create (%s)", rc ? err.msg : "ok");
+  if (rc)
+    return;
+  const char *fz = pf("%s/freezer/coil/f2", fs);
+  ok(exists(fz), "v1: a freezer cgroup is made for every container");
+  char *s = cgroup_serialize(cg);
+  ok(has(s, "v1:freezer:1:"), "v1: the freezer dir is in the state: %s", s);
+  free(s);
+  rc = cgroup_freeze(cg, true, &err);
+  ok(rc == 0, "v1: freeze (%s)", rc ? err.msg : "ok");
+  is_str(get(pf("%s/freezer.state", fz)), "FROZEN", "v1: freezer.state");
+  ok(cgroup_frozen(cg), "v1: FROZEN reads as frozen");
+  ok(!exists(pf("%s/unified/coil/f2/cgroup.freeze", fs)),
+     "v1: the v2 cgroup is not frozen as well");
+  rc = cgroup_freeze(cg, false, &err);
+  ok(rc == 0 && !cgroup_frozen(cg), "v1: thaw");
+  is_str(get(pf("%s/freezer.state", fz)), "THAWED", "v1: freezer.state thawed");
+
+  struct coil_resources u = {.has_memory_limit = true,
+                             .memory_limit = 32 << 20,
+                             .has_pids_limit = true,
+                             .pids_limit = 7};
+  rc = cgroup_update(cg, &u, &err);
+  ok(rc == 0, "v1: update (%s)", rc ? err.msg : "ok");
+  is_str(get(pf("%s/memory/mem/x/coil/f2/memory.limit_in_bytes", fs)),
+         "33554432", "v1 update: memory.limit_in_bytes");
+  is_str(get(pf("%s/pids/coil/f2/pids.max", fs)), "7", "v1 update: pids.max");
+  destroy_free(cg, &err);
+  ok(!exists(fz) && !exists(pf("%s/freezer/coil", fs)),
+     "v1: destroy removes the freezer cgroup");
+}
+
 /* Below this process's own cgroups on the real host, cleaned up after. */
 static void test_real(void) {
   if (geteuid() != 0 || (access("/sys/fs/cgroup/cgroup.controllers", F_OK) &&
@@ -836,6 +930,8 @@ int main(void) {
   test_hybrid();
   test_plan();
   test_devices_fake();
+  test_v2_freeze_update();
+  test_v1_freeze_update();
   test_real();
   rm_rf(tmp);
   return tap_done();
