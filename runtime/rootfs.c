@@ -34,6 +34,9 @@
 static void mountopts_freep(struct coil_mount_opts *o) { mountopts_free(o); }
 #define cleanup_mountopts __attribute__((cleanup(mountopts_freep)))
 
+/* How often a path walk that raced a host rename or mount is retried. */
+#define OPENAT2_TRIES 128
+
 /* Mounting onto the fd's magic link mounts exactly what openat2 resolved,
  * with no second path walk that a symlink swap could redirect. */
 static const char *fd_path(char *buf, int fd) {
@@ -50,7 +53,13 @@ static int open_in_root(int rootfd, const char *path, int flags) {
       .flags = (uint64_t)(flags | O_CLOEXEC),
       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
   };
-  return (int)syscall(SYS_openat2, rootfd, path, &how, sizeof how);
+  /* EAGAIN: a rename or mount anywhere on the host raced a ".." step, and
+   * the kernel would rather fail than risk a wrong answer; try again. */
+  int fd, tries = 0;
+  do
+    fd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof how);
+  while (fd < 0 && errno == EAGAIN && ++tries < OPENAT2_TRIES);
+  return fd;
 }
 
 /* "a/b/c" -> parent "a/b", leaf "c", pointing into the returned copy
