@@ -478,6 +478,21 @@ def test_sysctl_unnamespaced_rejected():
         assert f.read() == before
 
 
+def test_sysctl_hostname_and_domainname_rejected():
+    # As runc: these have their own config fields.
+    for key, field in (("kernel.hostname", "hostname"),
+                       ("kernel.domainname", "domainname")):
+        root = new_root()
+        b = new_bundle(["true"], linux={"sysctl": {key: "x"}})
+        r = coil("run", "--bundle", b, new_id(), root=root)
+        assert r.returncode == 125, describe(r)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1, describe(r)
+        assert "linux.sysctl." + key in lines[0], describe(r)
+        assert '"%s"' % field in lines[0], describe(r)
+        assert os.listdir(root) == []
+
+
 def _seccomp(rules, default="SCMP_ACT_ALLOW"):
     return {"seccomp": {"defaultAction": default,
                         "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86",
