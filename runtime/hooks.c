@@ -30,7 +30,9 @@ exec_hook(const struct coil_hook *h, int in_fd, int out_fd) {
   char *default_argv[] = {h->path, NULL};
   char *empty_env[] = {NULL};
   char **argv = h->args.n ? h->args.v : default_argv;
-  char **envp = h->env.n ? h->env.v : empty_env;
+  /* As runc (Go's exec.Cmd with a nil Env): without "env" the hook gets
+   * the runtime's own environment; an empty list means an empty one. */
+  char **envp = !h->has_env ? environ : h->env.n ? h->env.v : empty_env;
   /* args/env arrays are NULL-terminated by the config parser's strv. */
   execve(h->path, argv, envp);
   dprintf(2, "exec %s: %s", h->path, strerror(errno));

@@ -119,6 +119,28 @@ def test_hook_args_and_env():
         open(out).read().strip() == "zero|one|two|hv", open(out).read()
 
 
+def test_hook_without_env_inherits_the_runtimes():
+    # As runc (Go exec.Cmd, nil Env): no "env" means coil's own environment;
+    # "env": [] means an empty one.
+    d = tmpdir(0o777)
+    out = os.path.join(d, "out")
+    script = os.path.join(d, "h.sh")
+    _write(script, '#!/bin/sh\necho "$1=${COIL_HOOK_PROBE:-unset}" >> %s\n'
+           % out)
+    _write(out, "", 0o666)  # createContainer writes as the container's root
+    root = new_root()
+    b = new_bundle(["true"], hooks={
+        "createRuntime": [{"path": script, "args": ["h", "noenv"]},
+                          {"path": script, "args": ["h", "empty"],
+                           "env": []}],
+        "createContainer": [{"path": script, "args": ["h", "incontainer"]}]})
+    check(coil("run", "--bundle", b, new_id(), root=root,
+               env={"COIL_HOOK_PROBE": "from-coil"}))
+    assert open(out).read().split() == [
+        "noenv=from-coil", "empty=unset", "incontainer=from-coil"], \
+        open(out).read()
+
+
 def test_failing_prestart_hook_fails_create():
     d = tmpdir()
     script = os.path.join(d, "fail.sh")
