@@ -13,6 +13,7 @@
 
 #include "cleanup.h"
 #include "deadline.h"
+#include "log.h"
 
 #define HOOK_OUTPUT_MAX 2048
 /* Without a pidfd the hook's exit is noticed by checking this often. */
@@ -192,4 +193,16 @@ int hooks_run(const struct coil_config *cfg, enum coil_hook_kind kind,
       return -1;
   }
   return 0;
+}
+
+void hooks_run_all(const struct coil_config *cfg, enum coil_hook_kind kind,
+                   const char *state_json) {
+  const struct coil_hook_list *l = &cfg->hooks[kind];
+  for (size_t i = 0; i < l->n; i++) {
+    char field[64];
+    snprintf(field, sizeof field, "hooks.%s[%zu]", config_hook_name(kind), i);
+    struct coil_error err;
+    if (run_one(&l->items[i], field, state_json, &err) < 0)
+      log_warn("%s", err.msg);
+  }
 }
