@@ -231,6 +231,25 @@ static int bind_host_sysfs(const struct coil_mount *m,
   return 0;
 }
 
+/* As runc: a tmpfs keeps the mode of the directory it covers, so "mode="
+ * of that directory goes first (a "mode=" in the options comes later and
+ * wins); over a missing directory tmpfs's own default stays. *out is NULL
+ * when nothing is added. */
+static int tmpfs_data(int rootfd, const char *dest, const char *data,
+                      char **out, struct coil_error *err) {
+  *out = NULL;
+  cleanup_close int fd = open_in_root(rootfd, dest, O_PATH);
+  struct stat sb;
+  if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISDIR(sb.st_mode))
+    return 0;
+  if (asprintf(out, "mode=%04o%s%s", (unsigned)(sb.st_mode & 07777),
+               data ? "," : "", data ? data : "") < 0) {
+    *out = NULL;
+    return coil_error_sys(err, ENOMEM, "tmpfs options");
+  }
+  return 0;
+}
+
 static int mount_fs(int rootfd, const struct coil_mount *m,
                     const struct coil_mount_opts *o, struct coil_error *err) {
   char buf[FD_PATH_MAX];
@@ -241,11 +260,16 @@ static int mount_fs(int rootfd, const struct coil_mount *m,
   if (strcmp(type, "cgroup") == 0)
     type = "cgroup2";
   const char *source = m->source ? m->source : type;
+  cleanup_free char *tmpfs_opts = NULL;
+  if (strcmp(type, "tmpfs") == 0 &&
+      tmpfs_data(rootfd, m->destination, o->data, &tmpfs_opts, err) < 0)
+    return -1;
 
   cleanup_close int target = open_target(rootfd, m->destination, true, err);
   if (target < 0)
     return -1;
-  if (mount(source, fd_path(buf, target), type, o->flags, o->data) < 0) {
+  if (mount(source, fd_path(buf, target), type, o->flags,
+            tmpfs_opts ? tmpfs_opts : o->data) < 0) {
     if (errno == EPERM && strcmp(type, "sysfs") == 0)
       return bind_host_sysfs(m, o, target, err);
     return coil_error_sys(err, errno, "mount %s", type);

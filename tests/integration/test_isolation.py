@@ -478,6 +478,28 @@ def test_sysctl_unnamespaced_rejected():
         assert f.read() == before
 
 
+def test_tmpfs_keeps_the_mode_of_its_mount_point():
+    # As runc: without mode= a tmpfs takes the covered directory's mode; a
+    # mode= option still wins; over a missing directory tmpfs's 1777 stays.
+    cfg = base_config(["true"])
+    mounts = cfg["mounts"] + [
+        {"destination": d, "type": "tmpfs", "source": "tmpfs",
+         "options": opts}
+        for d, opts in (("/mnt/kept", ["nosuid"]), ("/mnt/over", ["mode=700"]),
+                        ("/mnt/new", []))]
+    b = new_bundle(["stat", "-c", "%n %a", "/mnt/kept", "/mnt/over",
+                    "/mnt/new"], mounts=mounts)
+    for d, mode in (("kept", 0o710), ("over", 0o755)):
+        p = os.path.join(b, "rootfs", "mnt", d)
+        os.mkdir(p)
+        st = os.stat(os.path.join(b, "rootfs"))
+        os.chown(p, st.st_uid, st.st_gid)
+        os.chmod(p, mode)
+    r = check(run(b))
+    assert r.stdout.splitlines() == ["/mnt/kept 710", "/mnt/over 700",
+                                     "/mnt/new 1777"], describe(r)
+
+
 def test_sysctl_hostname_and_domainname_rejected():
     # As runc: these have their own config fields.
     for key, field in (("kernel.hostname", "hostname"),
