@@ -19,6 +19,7 @@
 #include "fds.h"
 #include "hooks.h"
 #include "log.h"
+#include "loopback.h"
 #include "namespaces.h"
 #include "oci_state.h"
 #include "rootfs.h"
@@ -221,8 +222,11 @@ void init_main(const struct init_ctx *c) {
     fail_sync(sync_fd, &err);
   }
 
-  /* 4. Names and sysctls, written from inside the new namespaces. */
-  if (set_names(cfg, &err) < 0 || sysctl_apply(&cfg->lnx, &err) < 0)
+  /* 4. Names, loopback and sysctls, from inside the new namespaces. */
+  if (set_names(cfg, &err) < 0 ||
+      (namespaces_wants_new(&cfg->lnx, CLONE_NEWNET) &&
+       loopback_up(&err) < 0) ||
+      sysctl_apply(&cfg->lnx, &err) < 0)
     fail_sync(sync_fd, &err);
 
   /* 5. The filesystem view: mounts and devices, still with the host root

@@ -500,6 +500,23 @@ def test_tmpfs_keeps_the_mode_of_its_mount_point():
                                      "/mnt/new 1777"], describe(r)
 
 
+def test_loopback_is_up_in_a_new_network_namespace():
+    # As runc: a new network namespace gets "lo" up (the kernel creates it
+    # down), so localhost works inside.
+    r = check(sh("cat /sys/class/net/lo/flags; ip -o link show lo; "
+                 "ping -c1 -W2 127.0.0.1 >/dev/null && echo ping-ok",
+                 mounts=base_config([])["mounts"] + [
+                     {"destination": "/sys", "type": "sysfs",
+                      "source": "sysfs", "options": ["ro", "nosuid"]}],
+                 process={"capabilities": {
+                     "bounding": ["CAP_NET_RAW"], "effective": ["CAP_NET_RAW"],
+                     "permitted": ["CAP_NET_RAW"]}}))
+    lines = r.stdout.splitlines()
+    assert int(lines[0], 16) & 1, describe(r)  # IFF_UP
+    assert ",UP" in lines[1] or "<UP" in lines[1], describe(r)
+    assert lines[-1] == "ping-ok", describe(r)
+
+
 def test_sysctl_hostname_and_domainname_rejected():
     # As runc: these have their own config fields.
     for key, field in (("kernel.hostname", "hostname"),
