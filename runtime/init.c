@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
@@ -22,6 +23,7 @@
 #include "loopback.h"
 #include "namespaces.h"
 #include "oci_state.h"
+#include "passwd.h"
 #include "rootfs.h"
 #include "sync.h"
 #include "sysctl.h"
@@ -165,6 +167,14 @@ static int set_environment(const struct coil_process *p,
   for (size_t i = 0; i < p->env.n; i++)
     if (putenv(p->env.v[i]) != 0)
       return coil_error_sys(err, errno, "process.env[%zu]: putenv", i);
+  /* As runc: HOME from the container's passwd entry when env has none;
+   * read here, after pivot_root and before the id switch. */
+  if (!getenv("HOME")) {
+    char home[PATH_MAX];
+    passwd_home(p->uid, home, sizeof home);
+    if (setenv("HOME", home, 1) < 0)
+      return coil_error_sys(err, errno, "process.env: setenv HOME");
+  }
   return 0;
 }
 

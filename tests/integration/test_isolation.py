@@ -113,6 +113,32 @@ def test_env_and_cwd():
                    for l in env), describe(r)
 
 
+def test_home_from_the_containers_passwd():
+    # As runc: without HOME in process.env, the process uid's home from the
+    # container's /etc/passwd, else "/"; a HOME given in env stays.
+    cases = [(0, [], "/root"), (1000, [], "/home/user"), (4242, [], "/"),
+             (1000, ["HOME=/given"], "/given")]
+    for uid, env, want in cases:
+        r = check(sh('echo "HOME=$HOME"', process={
+            "user": {"uid": uid, "gid": uid},
+            "env": ["PATH=/bin"] + env}))
+        assert r.stdout.splitlines() == ["HOME=" + want], describe(r)
+
+
+def test_home_passwd_symlink_resolves_in_the_container():
+    # An absolute symlink in the image resolves inside the container root.
+    b = new_bundle(["sh", "-c", 'echo "HOME=$HOME"'])
+    rootfs = os.path.join(b, "rootfs")
+    os.makedirs(os.path.join(rootfs, "alt"))
+    with open(os.path.join(rootfs, "alt", "passwd"), "w") as f:
+        f.write("root:x:0:0::/from-alt:/bin/sh\n")
+    os.unlink(os.path.join(rootfs, "etc", "passwd"))
+    os.symlink("/../../../../alt/passwd",
+               os.path.join(rootfs, "etc", "passwd"))
+    r = check(run(b))
+    assert r.stdout.splitlines() == ["HOME=/from-alt"], describe(r)
+
+
 def test_readonly_root():
     r = sh("touch /x; echo rc=$?; echo data > /tmp/y && cat /tmp/y")
     check(r)
