@@ -261,7 +261,9 @@ void init_main(const struct init_ctx *c) {
   /* 7. pivot_root (never chroot), then masked/read-only paths and the
    *    read-only root. */
   if (!c->skip_rootfs &&
-      (rootfs_pivot(&ro, &err) < 0 || rootfs_finalize(cfg, &err) < 0))
+      (rootfs_pivot(&ro, &err) < 0 ||
+       (cfg->process.cwd && rootfs_make_cwd(cfg->process.cwd, &err) < 0) ||
+       rootfs_finalize(cfg, &err) < 0))
     fail_sync(sync_fd, &err);
 
   /* 8. Our own session, so the caller's terminal is never our controlling

@@ -607,6 +607,16 @@ static int open_dev_null(int rootfd, struct coil_error *err) {
   return steal_fd(fd);
 }
 
+int rootfs_make_cwd(const char *cwd, struct coil_error *err) {
+  cleanup_close int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0)
+    return coil_error_sys(err, errno, "process.cwd: open /");
+  cleanup_close int fd = mkdir_in_root(root, cwd, err);
+  if (fd < 0)
+    return coil_error_prefix(err, "process.cwd (%s)", cwd);
+  return 0;
+}
+
 /* A file shows /dev/null's nothing, a directory an empty read-only tmpfs.
  * The path is resolved once, inside the root; the mask goes onto that fd. */
 static int mask_path(int rootfd, int *null, const char *path,

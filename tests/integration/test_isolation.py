@@ -139,6 +139,17 @@ def test_home_passwd_symlink_resolves_in_the_container():
     assert r.stdout.splitlines() == ["HOME=/from-alt"], describe(r)
 
 
+def test_missing_cwd_is_created():
+    # As runc: mkdir -p of process.cwd inside the container's root (0755,
+    # owned by the container's root), even with a read-only root.
+    for uid in (0, 1000):
+        r = check(sh("pwd; stat -c '%a %u' .; stat -c %a /var/new",
+                     process={"user": {"uid": uid, "gid": uid},
+                              "cwd": "/var/new/deep"}))
+        assert r.stdout.splitlines() == ["/var/new/deep", "755 0", "755"], \
+            describe(r)
+
+
 def test_readonly_root():
     r = sh("touch /x; echo rc=$?; echo data > /tmp/y && cat /tmp/y")
     check(r)
