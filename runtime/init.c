@@ -17,6 +17,7 @@
 
 #include "cgroup.h"
 #include "cleanup.h"
+#include "execpath.h"
 #include "fds.h"
 #include "hooks.h"
 #include "log.h"
@@ -264,6 +265,11 @@ void init_main(const struct init_ctx *c) {
       (rootfs_pivot(&ro, &err) < 0 ||
        (cfg->process.cwd && rootfs_make_cwd(cfg->process.cwd, &err) < 0) ||
        rootfs_finalize(cfg, &err) < 0))
+    fail_sync(sync_fd, &err);
+
+  /* As runc: a program that cannot run fails create, not start, so clients
+   * see it where they look for it (podman: exit 127 or 126). */
+  if (!c->payload && execpath_check(&cfg->process, &err) < 0)
     fail_sync(sync_fd, &err);
 
   /* 8. Our own session, so the caller's terminal is never our controlling
