@@ -1,4 +1,5 @@
 /* coil's entry point: global options, then one command from the table. */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -220,8 +221,12 @@ int main(int argc, char **argv) {
     return EXIT_ERR;
   }
   g.log_json = strcmp(log_format, "json") == 0;
-  if (log_init(g.log, g.log_json, g.debug) < 0)
-    log_warn("--log %s: cannot open; logging to stderr only", g.log);
+  /* As runc: a log the caller asked for and cannot get is an error, not a
+   * silent switch to stderr. */
+  if (log_init(g.log, g.log_json, g.debug) < 0) {
+    log_error("--log %s: cannot open: %s", g.log, strerror(errno));
+    return EXIT_ERR;
+  }
   if (systemd_cgroup) {
     log_error("--systemd-cgroup: the systemd cgroup driver is not supported by "
               "coil; use the default cgroupfs driver");

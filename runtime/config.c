@@ -106,7 +106,8 @@ static const struct jw_object mount_obj =
 static const struct jw_field hook_fields[] = {
     JW_STRING("path", struct coil_hook, path, JW_REQUIRED | JW_ABSOLUTE),
     JW_STRINGS("args", struct coil_hook, args, JW_NO_OFF, 0, NULL),
-    JW_STRINGS("env", struct coil_hook, env, JW_NO_OFF, 0, NULL),
+    JW_STRINGS("env", struct coil_hook, env, JW_HAS(struct coil_hook, has_env),
+               0, NULL),
     JW_INTEGER("timeout", struct coil_hook, timeout,
                JW_HAS(struct coil_hook, has_timeout), 1, INT_MAX, 0),
 };

@@ -84,6 +84,7 @@ struct coil_hook {
   char *path; /* required, absolute */
   struct coil_strv args;
   struct coil_strv env;
+  bool has_env; /* absent: the hook inherits the runtime's environment */
   bool has_timeout;
   int timeout; /* seconds, > 0 */
 };

@@ -639,6 +639,8 @@ static bool is_live(enum coil_status s) {
          s == COIL_STATUS_PAUSED;
 }
 
+static void stop_after_failed_poststart(const struct coil_state *st);
+
 int container_start(const char *root, const char *id, struct coil_error *err) {
   cleanup_state_dir struct coil_state_dir d = COIL_STATE_DIR_INIT;
   cleanup_state struct coil_state *st = NULL;
@@ -677,9 +679,10 @@ int container_start(const char *root, const char *id, struct coil_error *err) {
     return -1;
   if (cfg->hooks[COIL_HOOK_POSTSTART].n) {
     cleanup_free char *js = hook_state(id, "running", st->pid, st->bundle, cfg);
-    struct coil_error herr;
-    if (hooks_run(cfg, COIL_HOOK_POSTSTART, js ? js : "{}", &herr) < 0)
-      log_warn("%s", herr.msg);
+    if (hooks_run(cfg, COIL_HOOK_POSTSTART, js ? js : "{}", err) < 0) {
+      stop_after_failed_poststart(st);
+      return -1;
+    }
   }
   return 0;
 }
@@ -764,6 +767,14 @@ static bool wait_gone(const struct coil_state *st, int timeout_ms) {
   }
 }
 
+/* As runc: a failed poststart hook fails start and kills the container's
+ * init; what is left is a stopped container for delete (run deletes it). */
+static void stop_after_failed_poststart(const struct coil_state *st) {
+  struct coil_error ignored;
+  if (signal_init(st, SIGKILL, &ignored) == 0 && !wait_gone(st, 10000))
+    log_warn("container \"%s\": init did not exit after SIGKILL", st->id);
+}
+
 /* Kills whatever is left in the cgroup (containers without a pid namespace
  * can leave orphans behind init). */
 static void kill_leftovers(const struct coil_cgroup *cg) {
@@ -841,9 +852,7 @@ int container_delete(const char *root, const char *id, bool force,
    * runs no hooks either). */
   if (!st->creating && cfg && cfg->hooks[COIL_HOOK_POSTSTOP].n) {
     cleanup_free char *js = hook_state(id, "stopped", 0, st->bundle, cfg);
-    struct coil_error herr;
-    if (hooks_run(cfg, COIL_HOOK_POSTSTOP, js ? js : "{}", &herr) < 0)
-      log_warn("%s", herr.msg);
+    hooks_run_all(cfg, COIL_HOOK_POSTSTOP, js ? js : "{}");
   }
   return state_dir_remove(&d, err);
 }

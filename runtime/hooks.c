@@ -13,6 +13,7 @@
 
 #include "cleanup.h"
 #include "deadline.h"
+#include "log.h"
 
 #define HOOK_OUTPUT_MAX 2048
 /* Without a pidfd the hook's exit is noticed by checking this often. */
@@ -30,7 +31,9 @@ exec_hook(const struct coil_hook *h, int in_fd, int out_fd) {
   char *default_argv[] = {h->path, NULL};
   char *empty_env[] = {NULL};
   char **argv = h->args.n ? h->args.v : default_argv;
-  char **envp = h->env.n ? h->env.v : empty_env;
+  /* As runc (Go's exec.Cmd with a nil Env): without "env" the hook gets
+   * the runtime's own environment; an empty list means an empty one. */
+  char **envp = !h->has_env ? environ : h->env.n ? h->env.v : empty_env;
   /* args/env arrays are NULL-terminated by the config parser's strv. */
   execve(h->path, argv, envp);
   dprintf(2, "exec %s: %s", h->path, strerror(errno));
@@ -190,4 +193,16 @@ int hooks_run(const struct coil_config *cfg, enum coil_hook_kind kind,
       return -1;
   }
   return 0;
+}
+
+void hooks_run_all(const struct coil_config *cfg, enum coil_hook_kind kind,
+                   const char *state_json) {
+  const struct coil_hook_list *l = &cfg->hooks[kind];
+  for (size_t i = 0; i < l->n; i++) {
+    char field[64];
+    snprintf(field, sizeof field, "hooks.%s[%zu]", config_hook_name(kind), i);
+    struct coil_error err;
+    if (run_one(&l->items[i], field, state_json, &err) < 0)
+      log_warn("%s", err.msg);
+  }
 }

@@ -10,4 +10,9 @@
 int hooks_run(const struct coil_config *cfg, enum coil_hook_kind kind,
               const char *state_json, struct coil_error *err);
 
+/* Runs every hook of `kind`, each failure only a warning (poststop: the
+ * runtime spec has the remaining hooks and the lifecycle go on). */
+void hooks_run_all(const struct coil_config *cfg, enum coil_hook_kind kind,
+                   const char *state_json);
+
 #endif

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
@@ -16,11 +17,14 @@
 
 #include "cgroup.h"
 #include "cleanup.h"
+#include "execpath.h"
 #include "fds.h"
 #include "hooks.h"
 #include "log.h"
+#include "loopback.h"
 #include "namespaces.h"
 #include "oci_state.h"
+#include "passwd.h"
 #include "pdeath.h"
 #include "rootfs.h"
 #include "sync.h"
@@ -165,6 +169,14 @@ static int set_environment(const struct coil_process *p,
   for (size_t i = 0; i < p->env.n; i++)
     if (putenv(p->env.v[i]) != 0)
       return coil_error_sys(err, errno, "process.env[%zu]: putenv", i);
+  /* As runc: HOME from the container's passwd entry when env has none;
+   * read here, after pivot_root and before the id switch. */
+  if (!getenv("HOME")) {
+    char home[PATH_MAX];
+    passwd_home(p->uid, home, sizeof home);
+    if (setenv("HOME", home, 1) < 0)
+      return coil_error_sys(err, errno, "process.env: setenv HOME");
+  }
   return 0;
 }
 
@@ -228,8 +240,11 @@ void init_main(const struct init_ctx *c) {
   if (c->payload && c->out_fd >= 0 && pdeath_arm(&err) < 0)
     fail_sync(sync_fd, &err);
 
-  /* 4. Names and sysctls, written from inside the new namespaces. */
-  if (set_names(cfg, &err) < 0 || sysctl_apply(&cfg->lnx, &err) < 0)
+  /* 4. Names, loopback and sysctls, from inside the new namespaces. */
+  if (set_names(cfg, &err) < 0 ||
+      (namespaces_wants_new(&cfg->lnx, CLONE_NEWNET) &&
+       loopback_up(&err) < 0) ||
+      sysctl_apply(&cfg->lnx, &err) < 0)
     fail_sync(sync_fd, &err);
 
   /* 5. The filesystem view: mounts and devices, still with the host root
@@ -254,7 +269,14 @@ void init_main(const struct init_ctx *c) {
   /* 7. pivot_root (never chroot), then masked/read-only paths and the
    *    read-only root. */
   if (!c->skip_rootfs &&
-      (rootfs_pivot(&ro, &err) < 0 || rootfs_finalize(cfg, &err) < 0))
+      (rootfs_pivot(&ro, &err) < 0 ||
+       (cfg->process.cwd && rootfs_make_cwd(cfg->process.cwd, &err) < 0) ||
+       rootfs_finalize(cfg, &err) < 0))
+    fail_sync(sync_fd, &err);
+
+  /* As runc: a program that cannot run fails create, not start, so clients
+   * see it where they look for it (podman: exit 127 or 126). */
+  if (!c->payload && execpath_check(&cfg->process, &err) < 0)
     fail_sync(sync_fd, &err);
 
   /* 8. Our own session, so the caller's terminal is never our controlling

@@ -240,6 +240,25 @@ static int bind_host_sysfs(const struct coil_mount *m,
   return 0;
 }
 
+/* As runc: a tmpfs keeps the mode of the directory it covers, so "mode="
+ * of that directory goes first (a "mode=" in the options comes later and
+ * wins); over a missing directory tmpfs's own default stays. *out is NULL
+ * when nothing is added. */
+static int tmpfs_data(int rootfd, const char *dest, const char *data,
+                      char **out, struct coil_error *err) {
+  *out = NULL;
+  cleanup_close int fd = open_in_root(rootfd, dest, O_PATH);
+  struct stat sb;
+  if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISDIR(sb.st_mode))
+    return 0;
+  if (asprintf(out, "mode=%04o%s%s", (unsigned)(sb.st_mode & 07777),
+               data ? "," : "", data ? data : "") < 0) {
+    *out = NULL;
+    return coil_error_sys(err, ENOMEM, "tmpfs options");
+  }
+  return 0;
+}
+
 static int mount_fs(int rootfd, const struct coil_mount *m,
                     const struct coil_mount_opts *o, struct coil_error *err) {
   char buf[FD_PATH_MAX];
@@ -250,11 +269,16 @@ static int mount_fs(int rootfd, const struct coil_mount *m,
   if (strcmp(type, "cgroup") == 0)
     type = "cgroup2";
   const char *source = m->source ? m->source : type;
+  cleanup_free char *tmpfs_opts = NULL;
+  if (strcmp(type, "tmpfs") == 0 &&
+      tmpfs_data(rootfd, m->destination, o->data, &tmpfs_opts, err) < 0)
+    return -1;
 
   cleanup_close int target = open_target(rootfd, m->destination, true, err);
   if (target < 0)
     return -1;
-  if (mount(source, fd_path(buf, target), type, o->flags, o->data) < 0) {
+  if (mount(source, fd_path(buf, target), type, o->flags,
+            tmpfs_opts ? tmpfs_opts : o->data) < 0) {
     if (errno == EPERM && strcmp(type, "sysfs") == 0)
       return bind_host_sysfs(m, o, target, err);
     return coil_error_sys(err, errno, "mount %s", type);
@@ -590,6 +614,16 @@ static int open_dev_null(int rootfd, struct coil_error *err) {
     return coil_error_set(err, EINVAL,
                           "/dev/null is not the null device (char 1:3)");
   return steal_fd(fd);
+}
+
+int rootfs_make_cwd(const char *cwd, struct coil_error *err) {
+  cleanup_close int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0)
+    return coil_error_sys(err, errno, "process.cwd: open /");
+  cleanup_close int fd = mkdir_in_root(root, cwd, err);
+  if (fd < 0)
+    return coil_error_prefix(err, "process.cwd (%s)", cwd);
+  return 0;
 }
 
 /* A file shows /dev/null's nothing, a directory an empty read-only tmpfs.

@@ -23,6 +23,11 @@ int rootfs_prepare(const struct coil_config *cfg,
 /* pivot_root into o->rootfs and detach the old root (never chroot). */
 int rootfs_pivot(const struct coil_rootfs_opts *o, struct coil_error *err);
 
+/* After pivot_root, before rootfs_finalize: mkdir -p of process.cwd (0755,
+ * owned by the container's root) so the process can start there, as runc
+ * does; symlinks on the way resolve inside the container's root. */
+int rootfs_make_cwd(const char *cwd, struct coil_error *err);
+
 /* After pivot_root: masked paths, read-only paths, rootfs propagation and
  * the read-only root remount. */
 int rootfs_finalize(const struct coil_config *cfg, struct coil_error *err);

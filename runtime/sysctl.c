@@ -24,16 +24,11 @@ static int key_namespace(const char *key) {
     return CLONE_NEWIPC;
   if (strncmp(key, "net.", 4) == 0)
     return CLONE_NEWNET;
-  if (strcmp(key, "kernel.hostname") == 0 ||
-      strcmp(key, "kernel.domainname") == 0)
-    return CLONE_NEWUTS;
   return 0;
 }
 
 static const char *ns_name(int flag) {
-  return flag == CLONE_NEWIPC   ? "ipc"
-         : flag == CLONE_NEWNET ? "network"
-                                : "uts";
+  return flag == CLONE_NEWIPC ? "ipc" : "network";
 }
 
 /* "net.ipv4.ip_forward" or "net/ipv4/ip_forward" ->
@@ -59,6 +54,14 @@ int sysctl_validate(const struct coil_linux *l, struct coil_error *err) {
     char path[512];
     if (!*key || strstr(key, "..") || key_path(normal, path, sizeof path) < 0)
       return coil_error_set(err, EINVAL, "linux.sysctl.%s: invalid key", key);
+    /* As runc: the names have their own config fields, which a sysctl
+     * would silently contradict. */
+    if (strcmp(normal, "kernel.hostname") == 0 ||
+        strcmp(normal, "kernel.domainname") == 0)
+      return coil_error_set(err, EINVAL,
+                            "linux.sysctl.%s: not allowed, set it with the "
+                            "\"%s\" field",
+                            key, normal + strlen("kernel."));
     int ns = key_namespace(normal);
     if (!ns)
       return coil_error_set(

@@ -67,6 +67,20 @@ def test_log_json_on_error():
     assert cid in errs[-1]["msg"], errs
 
 
+def test_log_unopenable_is_an_error():
+    root = new_root()
+    log = os.path.join(tmpdir(), "missing-dir", "coil.log")
+    for args in (["list"], ["run", "--bundle", new_bundle(["true"]),
+                            new_id()]):
+        r = coil("--log", log, *args, root=root)
+        assert r.returncode == 1, describe(r)
+        assert "--log " + log in r.stderr, describe(r)
+        assert "No such file or directory" in r.stderr, describe(r)
+        assert len(r.stderr.strip().splitlines()) == 1, describe(r)
+        assert not os.path.exists(log)
+        assert os.listdir(root) == []
+
+
 def test_log_text_on_error():
     root = new_root()
     log = os.path.join(tmpdir(), "coil.log")

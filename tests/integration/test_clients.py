@@ -153,6 +153,17 @@ def test_podman_run_output_and_exit_code():
     assert p("ps", "-aq").stdout.strip() == ""
 
 
+def test_podman_exit_codes_for_unrunnable_programs():
+    # podman matches the runtime's error text: "no such file or directory"
+    # or "executable file not found" is 127, "permission denied" 126.
+    p = Podman()
+    for args, code in ((["/nonexistent"], 127), (["no-such-cmd"], 127),
+                       (["/etc/passwd"], 126)):
+        r = p(*p.run_args("--rm", IMAGE, *args))
+        assert r.returncode == code, harness.describe(r)
+    assert p("ps", "-aq").stdout.strip() == ""
+
+
 def test_podman_detached_stop_and_remove():
     p = Podman()
     r = p(*p.run_args("-d", "--name", "coil-pm", IMAGE, "sleep", "1000"))

@@ -120,6 +120,28 @@ def test_hook_args_and_env():
         open(out).read().strip() == "zero|one|two|hv", open(out).read()
 
 
+def test_hook_without_env_inherits_the_runtimes():
+    # As runc (Go exec.Cmd, nil Env): no "env" means coil's own environment;
+    # "env": [] means an empty one.
+    d = tmpdir(0o777)
+    out = os.path.join(d, "out")
+    script = os.path.join(d, "h.sh")
+    _write(script, '#!/bin/sh\necho "$1=${COIL_HOOK_PROBE:-unset}" >> %s\n'
+           % out)
+    _write(out, "", 0o666)  # createContainer writes as the container's root
+    root = new_root()
+    b = new_bundle(["true"], hooks={
+        "createRuntime": [{"path": script, "args": ["h", "noenv"]},
+                          {"path": script, "args": ["h", "empty"],
+                           "env": []}],
+        "createContainer": [{"path": script, "args": ["h", "incontainer"]}]})
+    check(coil("run", "--bundle", b, new_id(), root=root,
+               env={"COIL_HOOK_PROBE": "from-coil"}))
+    assert open(out).read().split() == [
+        "noenv=from-coil", "empty=unset", "incontainer=from-coil"], \
+        open(out).read()
+
+
 def test_failing_prestart_hook_fails_create():
     d = tmpdir()
     script = os.path.join(d, "fail.sh")
@@ -177,32 +199,62 @@ def test_hook_with_huge_timeout_runs():
     assert open(out).read() == "ran\n"
 
 
-def test_failing_poststart_hook():
-    # runtime-spec: a failing poststart hook is logged, the container keeps
-    # running (runc: start then reports the error). Either way: no leak.
+def test_failing_poststart_hook_fails_start_and_kills():
+    # As runc: a failing poststart hook fails start and kills the
+    # container's init, leaving a stopped container for delete.
+    d = tmpdir()
+    script = os.path.join(d, "fail.sh")
+    _write(script, "#!/bin/sh\necho post-says-no >&2\nexit 1\n")
+    root = new_root()
+    b = new_bundle(["sleep", "100"], hooks={"poststart": [{"path": script}]})
+    cid = new_id()
+    check(coil("create", "--bundle", b, cid, root=root))
+    pid = state(cid, root)["pid"]
+    r = coil("start", cid, root=root)
+    assert r.returncode == 1, describe(r)
+    assert "hooks.poststart[0]" in r.stderr, describe(r)
+    assert "post-says-no" in r.stderr, describe(r)
+    assert not os.path.exists("/proc/%d/cmdline" % pid) or \
+        open("/proc/%d/cmdline" % pid, "rb").read() == b"", \
+        "init %d still running after a failed poststart" % pid
+    assert state(cid, root)["status"] == "stopped"
+    check(coil("delete", cid, root=root))
+    assert os.listdir(root) == []
+
+
+def test_failing_poststart_hook_fails_run():
     d = tmpdir()
     script = os.path.join(d, "fail.sh")
     _write(script, "#!/bin/sh\nexit 1\n")
     root = new_root()
     b = new_bundle(["sleep", "100"], hooks={"poststart": [{"path": script}]})
-    cid = new_id()
-    check(coil("create", "--bundle", b, cid, root=root))
-    coil("start", cid, root=root)
-    check(coil("delete", "--force", cid, root=root))
+    r = run(b, root=root, timeout=30)
+    assert r.returncode == 125, describe(r)
+    assert "hooks.poststart[0]" in r.stderr, describe(r)
     assert os.listdir(root) == []
 
 
-def test_failing_poststop_hook_still_deletes():
+def test_failing_poststop_hook_warns_and_the_rest_run():
+    # runtime spec: a failing poststop hook is a warning; the remaining
+    # hooks and the delete go on.
     d = tmpdir()
-    script = os.path.join(d, "fail.sh")
-    _write(script, "#!/bin/sh\nexit 1\n")
+    fail = os.path.join(d, "fail.sh")
+    _write(fail, "#!/bin/sh\necho stop-says-no >&2\nexit 1\n")
+    out = os.path.join(d, "out")
+    ok = os.path.join(d, "ok.sh")
+    _write(ok, "#!/bin/sh\necho ran > %s\n" % out)
     root = new_root()
-    b = new_bundle(["true"], hooks={"poststop": [{"path": script}]})
+    b = new_bundle(["true"], hooks={"poststop": [{"path": fail},
+                                                 {"path": ok}]})
     cid = new_id()
     check(coil("create", "--bundle", b, cid, root=root))
     check(coil("start", cid, root=root))
     wait_status(cid, root, "stopped")
-    coil("delete", cid, root=root)
+    r = check(coil("delete", cid, root=root))
+    assert "warning" in r.stderr and "hooks.poststop[0]" in r.stderr, \
+        describe(r)
+    assert "stop-says-no" in r.stderr, describe(r)
+    assert open(out).read() == "ran\n"
     assert os.listdir(root) == []
 
 

@@ -113,6 +113,43 @@ def test_env_and_cwd():
                    for l in env), describe(r)
 
 
+def test_home_from_the_containers_passwd():
+    # As runc: without HOME in process.env, the process uid's home from the
+    # container's /etc/passwd, else "/"; a HOME given in env stays.
+    cases = [(0, [], "/root"), (1000, [], "/home/user"), (4242, [], "/"),
+             (1000, ["HOME=/given"], "/given")]
+    for uid, env, want in cases:
+        r = check(sh('echo "HOME=$HOME"', process={
+            "user": {"uid": uid, "gid": uid},
+            "env": ["PATH=/bin"] + env}))
+        assert r.stdout.splitlines() == ["HOME=" + want], describe(r)
+
+
+def test_home_passwd_symlink_resolves_in_the_container():
+    # An absolute symlink in the image resolves inside the container root.
+    b = new_bundle(["sh", "-c", 'echo "HOME=$HOME"'])
+    rootfs = os.path.join(b, "rootfs")
+    os.makedirs(os.path.join(rootfs, "alt"))
+    with open(os.path.join(rootfs, "alt", "passwd"), "w") as f:
+        f.write("root:x:0:0::/from-alt:/bin/sh\n")
+    os.unlink(os.path.join(rootfs, "etc", "passwd"))
+    os.symlink("/../../../../alt/passwd",
+               os.path.join(rootfs, "etc", "passwd"))
+    r = check(run(b))
+    assert r.stdout.splitlines() == ["HOME=/from-alt"], describe(r)
+
+
+def test_missing_cwd_is_created():
+    # As runc: mkdir -p of process.cwd inside the container's root (0755,
+    # owned by the container's root), even with a read-only root.
+    for uid in (0, 1000):
+        r = check(sh("pwd; stat -c '%a %u' .; stat -c %a /var/new",
+                     process={"user": {"uid": uid, "gid": uid},
+                              "cwd": "/var/new/deep"}))
+        assert r.stdout.splitlines() == ["/var/new/deep", "755 0", "755"], \
+            describe(r)
+
+
 def test_readonly_root():
     r = sh("touch /x; echo rc=$?; echo data > /tmp/y && cat /tmp/y")
     check(r)
@@ -476,6 +513,60 @@ def test_sysctl_unnamespaced_rejected():
     assert os.listdir(root) == []
     with open("/proc/sys/kernel/panic") as f:
         assert f.read() == before
+
+
+def test_tmpfs_keeps_the_mode_of_its_mount_point():
+    # As runc: without mode= a tmpfs takes the covered directory's mode; a
+    # mode= option still wins; over a missing directory tmpfs's 1777 stays.
+    cfg = base_config(["true"])
+    mounts = cfg["mounts"] + [
+        {"destination": d, "type": "tmpfs", "source": "tmpfs",
+         "options": opts}
+        for d, opts in (("/mnt/kept", ["nosuid"]), ("/mnt/over", ["mode=700"]),
+                        ("/mnt/new", []))]
+    b = new_bundle(["stat", "-c", "%n %a", "/mnt/kept", "/mnt/over",
+                    "/mnt/new"], mounts=mounts)
+    for d, mode in (("kept", 0o710), ("over", 0o755)):
+        p = os.path.join(b, "rootfs", "mnt", d)
+        os.mkdir(p)
+        st = os.stat(os.path.join(b, "rootfs"))
+        os.chown(p, st.st_uid, st.st_gid)
+        os.chmod(p, mode)
+    r = check(run(b))
+    assert r.stdout.splitlines() == ["/mnt/kept 710", "/mnt/over 700",
+                                     "/mnt/new 1777"], describe(r)
+
+
+def test_loopback_is_up_in_a_new_network_namespace():
+    # As runc: a new network namespace gets "lo" up (the kernel creates it
+    # down), so localhost works inside.
+    r = check(sh("cat /sys/class/net/lo/flags; ip -o link show lo; "
+                 "ping -c1 -W2 127.0.0.1 >/dev/null && echo ping-ok",
+                 mounts=base_config([])["mounts"] + [
+                     {"destination": "/sys", "type": "sysfs",
+                      "source": "sysfs", "options": ["ro", "nosuid"]}],
+                 process={"capabilities": {
+                     "bounding": ["CAP_NET_RAW"], "effective": ["CAP_NET_RAW"],
+                     "permitted": ["CAP_NET_RAW"]}}))
+    lines = r.stdout.splitlines()
+    assert int(lines[0], 16) & 1, describe(r)  # IFF_UP
+    assert ",UP" in lines[1] or "<UP" in lines[1], describe(r)
+    assert lines[-1] == "ping-ok", describe(r)
+
+
+def test_sysctl_hostname_and_domainname_rejected():
+    # As runc: these have their own config fields.
+    for key, field in (("kernel.hostname", "hostname"),
+                       ("kernel.domainname", "domainname")):
+        root = new_root()
+        b = new_bundle(["true"], linux={"sysctl": {key: "x"}})
+        r = coil("run", "--bundle", b, new_id(), root=root)
+        assert r.returncode == 125, describe(r)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1, describe(r)
+        assert "linux.sysctl." + key in lines[0], describe(r)
+        assert '"%s"' % field in lines[0], describe(r)
+        assert os.listdir(root) == []
 
 
 def _seccomp(rules, default="SCMP_ACT_ALLOW"):

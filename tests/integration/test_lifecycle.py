@@ -190,6 +190,34 @@ def test_run_missing_binary_fails():
     assert "/does/not/exist" in r.stderr, describe(r)
 
 
+def test_unrunnable_program_fails_create_in_runcs_words():
+    # As runc: checked at create, worded as podman and others match them
+    # ("no such file or directory" -> 127, "permission denied" -> 126).
+    cases = [(["/does/not/exist"], {},
+              "exec /does/not/exist: no such file or directory"),
+             (["no-such-cmd"], {},
+              'exec: "no-such-cmd": executable file not found in $PATH'),
+             (["/etc/passwd"], {}, "exec /etc/passwd: permission denied"),
+             (["passwd"], {"env": ["PATH=/etc"]},
+              "exec passwd: permission denied"),
+             (["./hosts"], {"cwd": "/etc"}, "exec ./hosts: permission denied")]
+    for args, process, words in cases:
+        root = new_root()
+        b = new_bundle(args, process=process)
+        r = coil("create", "--bundle", b, new_id(), root=root)
+        assert r.returncode == 1, describe(r)
+        assert words in r.stderr, describe(r)
+        assert len(r.stderr.strip().splitlines()) == 1, describe(r)
+        assert os.listdir(root) == []
+        r = run(b, root=root)
+        assert r.returncode == 125 and words in r.stderr, describe(r)
+    # found through PATH, relative to cwd, and through a symlink in the root
+    for args, process in ((["busybox", "true"], {"env": ["PATH=/x:/bin"]}),
+                          (["./busybox", "true"], {"cwd": "/bin"}),
+                          (["/usr/bin/env", "true"], {})):
+        check(run(new_bundle(args, process=process)))
+
+
 def _wait_line(p, want, timeout=10):
     """Reads p.stdout until a line equal to want (returns the lines read).
     Gives up after timeout seconds even while the container holds its stdout
