@@ -7,12 +7,14 @@
 #include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cgroup.h"
@@ -106,13 +108,34 @@ static bool seccomp_goes_first(const struct init_ctx *c) {
          !caps_have_sys_admin(c->caps);
 }
 
+/* struct sigaction as the rt_sigaction system call takes it. */
+struct kernel_sigaction {
+  void (*handler)(int);
+  unsigned long flags;
+  void (*restorer)(void);
+  uint64_t mask;
+};
+
+/* The first real-time signal of the kernel; the C library keeps the
+ * numbers from here up to SIGRTMIN for itself. */
+#define KERNEL_SIGRTMIN 32
+
 static int reset_signals(struct coil_error *err) {
   struct sigaction dfl = {.sa_handler = SIG_DFL};
   sigemptyset(&dfl.sa_mask);
-  /* SIGKILL, SIGSTOP and the C library's internal signals refuse: those
-   * cannot be caught anyway. */
+  /* SIGKILL and SIGSTOP refuse: they cannot be caught anyway. */
   for (int s = 1; s < NSIG; s++)
     sigaction(s, &dfl, NULL);
+  /* sigaction() refuses the C library's own signals, yet an ignored one is
+   * inherited from the caller like any other: reset it through the kernel,
+   * and only when ignored, so the library's handlers stay. */
+  for (int s = KERNEL_SIGRTMIN; s < SIGRTMIN; s++) {
+    struct kernel_sigaction old, kdfl = {.handler = SIG_DFL};
+    if (syscall(SYS_rt_sigaction, s, NULL, &old, sizeof old.mask) == 0 &&
+        old.handler == SIG_IGN &&
+        syscall(SYS_rt_sigaction, s, &kdfl, NULL, sizeof kdfl.mask) < 0)
+      return coil_error_sys(err, errno, "rt_sigaction(%d)", s);
+  }
   sigset_t none;
   sigemptyset(&none);
   if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)

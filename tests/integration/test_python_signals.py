@@ -8,6 +8,7 @@ every phase. Script mode reports every limit as one `coil: TYPE: message`
 line on stderr, never as an envelope on stdout.
 """
 
+import ctypes
 import json
 import os
 import re
@@ -62,11 +63,20 @@ def envelope(stdout):
     return None
 
 
+SYS_RT_SIGACTION = 13  # x86_64
+KERNEL_SIGRTMIN = 32   # the C library's own first signal; sigaction refuses it
+
+
 def ignore_some_signals():
     # As under nohup: the caller's ignored signals must not reach the
-    # sandbox (init resets every disposition).
+    # sandbox (init resets every disposition), including one of the C
+    # library's own, which only the kernel's rt_sigaction can set.
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    act = (ctypes.c_ulong * 4)(int(signal.SIG_IGN), 0, 0, 0)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(SYS_RT_SIGACTION, KERNEL_SIGRTMIN, act, None, 8) != 0:
+        os._exit(126)
 
 
 # ------------------------------------------------------- the privilege drop
