@@ -24,13 +24,14 @@ static const struct command commands[] = {
     {"start", cmd_start, "start ID",
      "run the user process of a created container", ""},
     {"run", cmd_run,
-     "run [--bundle DIR] [--pid-file FILE] [--detach] [--console-socket SOCK] "
-     "ID",
+     "run [--bundle DIR] [--pid-file FILE] [--detach] [--keep] "
+     "[--console-socket SOCK] ID",
      "create, start and wait for a container; exits with its status",
      "  -b, --bundle DIR          bundle directory (default: current "
      "directory)\n"
      "      --pid-file FILE       write init's pid to FILE\n"
      "  -d, --detach              return after start instead of waiting\n"
+     "      --keep                do not delete the container after it exits\n"
      "      --console-socket SOCK send the pty master (process.terminal) over "
      "SOCK\n"},
     {"state", cmd_state, "state ID", "print the container's OCI state JSON",
@@ -53,7 +54,8 @@ static const struct command commands[] = {
      "  -f, --format table|json   table: ps PS-OPTIONS (default -ef) filtered "
      "to the\n"
      "                            container's pids; json: the array of its "
-     "host pids\n"},
+     "host pids\n"
+     "Options after ID, -h too, are ps's: coil ps ID -eo pid,comm\n"},
     {"update", cmd_update, "update [--resources FILE|-] [LIMIT FLAGS] ID",
      "change a live container's cgroup limits",
      "  -r, --resources FILE|-    a linux.resources JSON object (runtime "
@@ -139,6 +141,11 @@ int cmd_usage_error(const char *name, const char *fmt, ...) {
 static bool spawns_init(const struct command *c) {
   return c->fn == cmd_create || c->fn == cmd_run || c->fn == cmd_py;
 }
+
+/* The commands whose arguments after the ID belong to another program (ps's
+ * options), so a -h there is theirs: they parse their own -h before the ID,
+ * as runc does. */
+static bool passes_args(const struct command *c) { return c->fn == cmd_ps; }
 
 static void print_main_help(void) {
   printf("usage: coil [global options] COMMAND [options] [ARGS]\n\n"
@@ -243,7 +250,7 @@ int main(int argc, char **argv) {
   }
   int cargc = argc - optind;
   char **cargv = argv + optind;
-  if (cmd_wants_help(cmd->name, cargc, cargv))
+  if (!passes_args(cmd) && cmd_wants_help(cmd->name, cargc, cargv))
     return EXIT_OK;
   /* Before anything of the command runs: its init is a clone of this
    * process, so this process must not be the host's writable binary. */

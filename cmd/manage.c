@@ -149,13 +149,18 @@ static int print_ps_table(const pid_t *pids, size_t n, int nargs, char **args,
 
 int cmd_ps(const struct global_opts *g, int argc, char **argv) {
   static const struct option opts[] = {{"format", required_argument, NULL, 'f'},
+                                       {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   const char *format = "table";
   optind = 1;
   opterr = 0;
   int c;
   /* "+": options after the ID are ps's. */
-  while ((c = getopt_long(argc, argv, "+f:", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "+f:h", opts, NULL)) != -1) {
+    if (c == 'h') {
+      cmd_print_help(cmd_find("ps"));
+      return EXIT_OK;
+    }
     if (c != 'f')
       return cmd_usage_error("ps", "unknown or incomplete option \"%s\"",
                              argv[optind - 1]);

@@ -184,6 +184,24 @@ def test_ps_json_and_table():
         check(coil("delete", "--force", cid, root=root))
 
 
+def test_ps_options_after_id_are_ps_options_even_h():
+    """As runc: after the ID, -h is ps's (and ps -h without a terminal
+    lists nothing, so ps fails); before it, coil's help."""
+    root, cid, pid = _started(["sleep", "100"])
+    try:
+        r = check(coil("ps", cid, "-h", root=root), 1)
+        assert "usage:" not in r.stdout, describe(r)
+        assert "ps failed" in r.stderr, describe(r)
+        out = check(coil("ps", cid, "-o", "pid", "-p", str(pid),
+                         root=root)).stdout.split()
+        assert out == ["PID", str(pid)], out
+        r = check(coil("ps", "-h", cid, root=root))
+        assert r.stdout.startswith("usage: coil [global options] ps"), \
+            describe(r)
+    finally:
+        check(coil("delete", "--force", cid, root=root))
+
+
 def test_update_memory_and_pids():
     res = {"memory": {"limit": 64 << 20}, "pids": {"limit": 50}}
     root, cid, pid = _started(
