@@ -25,13 +25,15 @@
 struct create_args {
   struct coil_create_opts o;
   bool detach;
+  bool keep;
 };
 
 /* Options shared by create and run. */
 static int parse_create_args(const char *name, int argc, char **argv,
-                             struct create_args *a, bool allow_detach) {
+                             struct create_args *a, bool is_run) {
   enum {
     OPT_PID_FILE = 256,
+    OPT_KEEP,
     OPT_CONSOLE,
     OPT_NO_PIVOT,
     OPT_IGNORED,
@@ -42,6 +44,7 @@ static int parse_create_args(const char *name, int argc, char **argv,
       {"pid-file", required_argument, NULL, OPT_PID_FILE},
       {"console-socket", required_argument, NULL, OPT_CONSOLE},
       {"detach", no_argument, NULL, 'd'},
+      {"keep", no_argument, NULL, OPT_KEEP},
       {"no-pivot", no_argument, NULL, OPT_NO_PIVOT},
       {"no-new-keyring", no_argument, NULL, OPT_IGNORED},
       {"preserve-fds", required_argument, NULL, OPT_PRESERVE},
@@ -62,9 +65,14 @@ static int parse_create_args(const char *name, int argc, char **argv,
       a->o.console_socket = optarg;
       break;
     case 'd':
-      if (!allow_detach)
+      if (!is_run)
         return cmd_usage_error(name, "unknown option \"%s\"", argv[optind - 1]);
       a->detach = true;
+      break;
+    case OPT_KEEP:
+      if (!is_run)
+        return cmd_usage_error(name, "unknown option \"%s\"", argv[optind - 1]);
+      a->keep = true;
       break;
     case OPT_NO_PIVOT:
       return cmd_usage_error(name, "--no-pivot: coil always uses pivot_root");
@@ -299,9 +307,10 @@ static int exit_code_of(const char *root, const char *id,
   return 128 + sig;
 }
 
+/* keep: leave the stopped container for state and delete (run --keep). */
 static int run_container(const struct global_opts *g,
                          struct coil_create_opts *o, struct python_setup *py,
-                         bool detach) {
+                         bool detach, bool keep) {
   /* Block the forwarded signals before init exists, so none is lost;
    * init unblocks them when it drops its privileges. */
   sigset_t set;
@@ -342,6 +351,8 @@ static int run_container(const struct global_opts *g,
                  py->active, &w);
   log_debug("run %s: container exited", o->id);
   int code = exit_code_of(g->root, o->id, py, &w);
+  if (keep)
+    return code;
   if (container_delete(g->root, o->id, true, &err) < 0) {
     log_error("%s", err.msg);
     return EXIT_COIL_FAILED;
@@ -350,20 +361,27 @@ static int run_container(const struct global_opts *g,
   return code;
 }
 
-int cmd_run_container(const struct global_opts *g, struct coil_create_opts *o,
-                      const struct coil_py_override *ov, bool detach) {
+static int offer_and_run(const struct global_opts *g,
+                         struct coil_create_opts *o,
+                         const struct coil_py_override *ov, bool detach,
+                         bool keep) {
   struct python_setup py;
   offer_python(o, &py, ov);
-  int code = run_container(g, o, &py, detach);
+  int code = run_container(g, o, &py, detach, keep);
   python_setup_free(&py);
   return code;
+}
+
+int cmd_run_container(const struct global_opts *g, struct coil_create_opts *o,
+                      const struct coil_py_override *ov, bool detach) {
+  return offer_and_run(g, o, ov, detach, false);
 }
 
 int cmd_run(const struct global_opts *g, int argc, char **argv) {
   struct create_args a = {.o.root = g->root};
   if (parse_create_args("run", argc, argv, &a, true) != 0)
     return EXIT_COIL_FAILED;
-  return cmd_run_container(g, &a.o, NULL, a.detach);
+  return offer_and_run(g, &a.o, NULL, a.detach, a.keep);
 }
 
 int cmd_kill(const struct global_opts *g, int argc, char **argv) {

@@ -181,6 +181,21 @@ def test_run_removes_container():
     assert os.listdir(root) == []
 
 
+def test_run_keep_leaves_stopped_container():
+    root = new_root()
+    b = new_bundle(["sh", "-c", "exit 7"])
+    cid = new_id()
+    r = coil("run", "--bundle", b, "--keep", cid, root=root)
+    assert r.returncode == 7, describe(r)
+    st = state(cid, root)
+    assert st["status"] == "stopped" and st["id"] == cid, st
+    check(coil("delete", cid, root=root))
+    assert os.listdir(root) == []
+    r = coil("create", "--bundle", b, "--keep", cid, root=root)
+    assert r.returncode == 1 and "--keep" in r.stderr, describe(r)
+    assert os.listdir(root) == []
+
+
 def test_run_missing_binary_fails():
     r = sh("exec /does/not/exist")
     assert r.returncode not in (0, None), describe(r)
