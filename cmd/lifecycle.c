@@ -21,6 +21,7 @@
 #include "python_exit.h"
 #include "python_setup.h"
 #include "signals.h"
+#include "tty_proxy.h"
 
 struct create_args {
   struct coil_create_opts o;
@@ -187,9 +188,15 @@ static void relay_once(int *fd, struct waited *w) {
 #define WAIT_CHECK_MS 10
 
 /* Passes sig on to init; in Python mode a signal that ends the run also
- * arms the backstop, in case the sandbox does not obey it. */
+ * arms the backstop, in case the sandbox does not obey it. With a proxied
+ * terminal a SIGWINCH resizes its pty instead, whose kernel then signals
+ * the container's foreground process group, as runc does. */
 static void forward_signal(pid_t pid, int sig, bool python, struct waited *w,
-                           long long *backstop) {
+                           long long *backstop, struct tty_proxy *tty) {
+  if (tty && sig == SIGWINCH) {
+    tty_proxy_resize(tty);
+    return;
+  }
   kill(pid, sig);
   if (python && python_signal_ends_run(sig)) {
     w->forwarded = sig;
@@ -198,22 +205,27 @@ static void forward_signal(pid_t pid, int sig, bool python, struct waited *w,
   }
 }
 
-/* Waits for init, forwarding signals, relaying its fd 1 when piped, and
- * killing it when the watchdog (timeout_ms > 0) runs out or, with
- * python set, when it outlives a forwarded signal that ends the run. A
- * failing poll kills init rather than leaving it unwatched. */
+/* Waits for init, forwarding signals, relaying its fd 1 when piped or its
+ * pty when tty is not NULL, and killing it when the watchdog (timeout_ms >
+ * 0) runs out or, with python set, when it outlives a forwarded signal that
+ * ends the run. A failing poll kills init rather than leaving it
+ * unwatched. */
 static void wait_container(pid_t pid, const sigset_t *set, int relay_fd,
-                           long long timeout_ms, bool python,
-                           struct waited *w) {
+                           struct tty_proxy *tty, long long timeout_ms,
+                           bool python, struct waited *w) {
   cleanup_close int sfd = signalfd(-1, set, SFD_CLOEXEC);
   cleanup_close int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
   long long deadline = deadline_after_ms(deadline_now_ms(), timeout_ms);
   long long backstop = DEADLINE_NONE;
   bool exited = false;
   while (!exited || relay_fd >= 0) {
-    struct pollfd pf[3] = {{.fd = exited ? -1 : pidfd, .events = POLLIN},
+    struct pollfd pf[5] = {{.fd = exited ? -1 : pidfd, .events = POLLIN},
                            {.fd = sfd, .events = POLLIN},
-                           {.fd = relay_fd, .events = POLLIN}};
+                           {.fd = relay_fd, .events = POLLIN},
+                           {.fd = -1},
+                           {.fd = -1}};
+    if (tty)
+      tty_proxy_pollfds(tty, pf + 3);
     long long next = backstop != DEADLINE_NONE &&
                              (deadline == DEADLINE_NONE || backstop < deadline)
                          ? backstop
@@ -230,7 +242,7 @@ static void wait_container(pid_t pid, const sigset_t *set, int relay_fd,
       deadline = backstop = DEADLINE_NONE;
       continue;
     }
-    if (poll(pf, 3, wait_ms) < 0 && errno != EINTR) {
+    if (poll(pf, tty ? 5 : 3, wait_ms) < 0 && errno != EINTR) {
       log_error("waiting for the container: poll: %s%s", strerror(errno),
                 exited ? "" : "; killing it");
       if (!exited)
@@ -240,17 +252,19 @@ static void wait_container(pid_t pid, const sigset_t *set, int relay_fd,
     if (pf[1].revents & POLLIN) {
       struct signalfd_siginfo si;
       if (read(sfd, &si, sizeof si) == sizeof si && !exited)
-        forward_signal(pid, (int)si.ssi_signo, python, w, &backstop);
+        forward_signal(pid, (int)si.ssi_signo, python, w, &backstop, tty);
     }
     if (sfd < 0) {
       const struct timespec now = {0, 0};
       int sig;
       while ((sig = sigtimedwait(set, NULL, &now)) > 0)
         if (!exited)
-          forward_signal(pid, sig, python, w, &backstop);
+          forward_signal(pid, sig, python, w, &backstop, tty);
     }
     if (pf[2].revents & (POLLIN | POLLHUP))
       relay_once(&relay_fd, w);
+    if (tty)
+      tty_proxy_pump(tty, pf + 3);
     if (!exited && (pidfd < 0 || (pf[0].revents & POLLIN)) &&
         wait4(pid, &w->status, WNOHANG, &w->ru) == pid)
       exited = true;
@@ -260,6 +274,8 @@ static void wait_container(pid_t pid, const sigset_t *set, int relay_fd,
   if (!exited)
     while (wait4(pid, &w->status, 0, &w->ru) < 0 && errno == EINTR)
       ;
+  if (tty)
+    tty_proxy_drain(tty);
 }
 
 /* A Python run's verdict (sandbox/python_exit.c), printed. */
@@ -318,9 +334,11 @@ static int run_container(const struct global_opts *g,
   for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
     sigaddset(&set, forwarded[i]);
   int relay_fd = -1;
+  int master = -1;
   if (!detach) {
     sigprocmask(SIG_BLOCK, &set, NULL);
     o->relay_fd = &relay_fd;
+    o->terminal_fd = &master;
   }
   struct coil_error err = {0};
   pid_t pid;
@@ -329,7 +347,14 @@ static int run_container(const struct global_opts *g,
       python_setup_failed(STDOUT_FILENO, &py->ctx, err.msg);
     return fail(&err, EXIT_COIL_FAILED);
   }
-  if (container_start(g->root, o->id, &err) < 0) {
+  /* Raw mode and the pty's size before the process runs; restored on
+   * every way out below. */
+  struct tty_proxy tty = TTY_PROXY_INIT;
+  int r = master >= 0 ? tty_proxy_start(&tty, master, &err) : 0;
+  if (r == 0)
+    r = container_start(g->root, o->id, &err);
+  if (r < 0) {
+    tty_proxy_stop(&tty);
     log_error("%s", err.msg);
     if (py->active)
       python_setup_failed(STDOUT_FILENO, &py->ctx, err.msg);
@@ -347,8 +372,9 @@ static int run_container(const struct global_opts *g,
   /* The watchdog backs up the in-guest timer: a second after it. */
   struct waited w = {0};
   int timeout = py->active ? py->ctx.timeout : 0;
-  wait_container(pid, &set, relay_fd, timeout ? (timeout + 1) * 1000LL : 0,
-                 py->active, &w);
+  wait_container(pid, &set, relay_fd, master >= 0 ? &tty : NULL,
+                 timeout ? (timeout + 1) * 1000LL : 0, py->active, &w);
+  tty_proxy_stop(&tty);
   log_debug("run %s: container exited", o->id);
   int code = exit_code_of(g->root, o->id, py, &w);
   if (keep)

@@ -33,7 +33,10 @@ static const struct command commands[] = {
      "  -d, --detach              return after start instead of waiting\n"
      "      --keep                do not delete the container after it exits\n"
      "      --console-socket SOCK send the pty master (process.terminal) over "
-     "SOCK\n"},
+     "SOCK\n"
+     "With process.terminal and no --console-socket, run (not --detach) "
+     "proxies the\n"
+     "pty: the caller's terminal goes raw, SIGWINCH resizes the pty.\n"},
     {"state", cmd_state, "state ID", "print the container's OCI state JSON",
      ""},
     {"kill", cmd_kill, "kill [--all] ID [SIGNAL]",

@@ -105,8 +105,8 @@ int cmd_list(const struct global_opts *g, int argc, char **argv) {
   return EXIT_OK;
 }
 
-/* A runnable default: like runc's, but without a terminal (coil does not
- * proxy one) and with a size-capped /tmp. */
+/* A runnable default: like runc's, but without a terminal (so create and
+ * run --detach need no console socket) and with a size-capped /tmp. */
 static const char default_spec[] =
     "{\n"
     "  \"ociVersion\": \"" COIL_OCI_VERSION "\",\n"

@@ -37,6 +37,7 @@
 #include "sync.h"
 #include "sysctl.h"
 #include "terminal.h"
+#include "tty_proxy.h"
 
 static void cgroup_freep(struct coil_cgroup **c) {
   if (*c)
@@ -89,10 +90,10 @@ static int validate_config(const struct coil_config *cfg,
   if (pivot && !namespaces_wants_new(&cfg->lnx, CLONE_NEWNS))
     return coil_error_set(err, EINVAL,
                           "linux.namespaces: coil needs a new mount namespace");
-  if (cfg->process.terminal && !o->console_socket)
+  if (cfg->process.terminal && !o->console_socket && !o->terminal_fd)
     return coil_error_set(err, EINVAL,
                           "process.terminal: true needs --console-socket "
-                          "(coil does not proxy a terminal)");
+                          "(or a run that is not detached)");
   if (!cfg->process.terminal && o->console_socket)
     return coil_error_set(
         err, EINVAL, "--console-socket: given but process.terminal is false");
@@ -222,6 +223,7 @@ struct create_ctx {
   pid_t pid;
   const struct coil_payload *payload; /* zeroed: process.args */
   int relay[2];                       /* run's envelope pipe, or -1s */
+  int tty_master; /* the pty master for a foreground run, or -1 */
 };
 
 /* struct clone_args of clone3(2), from the kernel's uapi (glibc 2.36 has no
@@ -315,9 +317,17 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
     return coil_error_sys(err, errno, "prctl(PR_SET_DUMPABLE)");
   cleanup_close int console = -1;
+  cleanup_close int tty_sock = -1;
   if (x->o->console_socket &&
       terminal_connect(x->o->console_socket, &console, err) < 0)
     return -1;
+  if (x->o->terminal_fd && !x->o->console_socket && cfg->process.terminal) {
+    int tv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, tv) < 0)
+      return coil_error_sys(err, errno, "process.terminal: socketpair");
+    tty_sock = tv[0];
+    console = tv[1];
+  }
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
     return coil_error_sys(err, errno, "socketpair");
@@ -377,6 +387,8 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
   x->pid = pid;
   close(steal_fd(child_end));
   close(steal_fd(start_fd));
+  if (console >= 0)
+    close(steal_fd(console));
 
   char payload[32];
   snprintf(payload, sizeof payload, "%d", pid);
@@ -401,6 +413,9 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
   }
   if (sync_send(parent_end, SYNC_HOOKS_DONE, NULL, err) < 0 ||
       sync_expect(parent_end, SYNC_READY, NULL, 0, err) < 0)
+    return -1;
+  /* Init sent the master before it reported ready. */
+  if (tty_sock >= 0 && tty_receive_master(tty_sock, &x->tty_master, err) < 0)
     return -1;
   return 0;
 }
@@ -480,7 +495,8 @@ static int container_create_parsed(const struct coil_create_opts *o,
                          .dir = COIL_STATE_DIR_INIT,
                          .dirfd = -1,
                          .payload = payload,
-                         .relay = {-1, -1}};
+                         .relay = {-1, -1},
+                         .tty_master = -1};
   x.cfg = cfg;
   x.bundle = bundle;
   x.rootfs = rootfs;
@@ -546,10 +562,14 @@ static int container_create_parsed(const struct coil_create_opts *o,
     create_rollback(&x);
     if (x.relay[0] >= 0)
       close(x.relay[0]);
+    if (x.tty_master >= 0)
+      close(x.tty_master);
   } else {
     *pid_out = x.pid;
     if (o->relay_fd)
       *o->relay_fd = x.relay[0];
+    if (x.tty_master >= 0)
+      *o->terminal_fd = x.tty_master;
   }
   if (x.cg)
     cgroup_free(x.cg);

@@ -24,6 +24,10 @@ struct coil_create_opts {
    * answer for a sandbox that dies without answering (OOM, CPU or
    * wall-clock kill). */
   int *relay_fd;
+  /* A foreground run sets this: with process.terminal and no console
+   * socket, the pty master init makes lands here for run to proxy
+   * (runtime/tty_proxy.h), as runc does; else it is left alone. */
+  int *terminal_fd;
 };
 
 /* On success *pid is init's host pid; the caller is its parent. */
