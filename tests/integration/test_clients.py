@@ -268,6 +268,23 @@ def test_containerd_run_output_and_exit_code():
     assert c.ctr("container", "ls", "-q").stdout.strip() == ""
 
 
+def test_containerd_tty_uses_console_socket():
+    """ctr run -t: the shim gets the pty master through --console-socket
+    and copies it to ctr's terminal (here a pty made by script)."""
+    c = Containerd()
+    cid = harness.new_id("ctr")
+    argv = ["ctr", "-a", c.sock, "-n", "coiltest"] + list(
+        c.run_args("--rm", "-t", IMAGE, cid, "sh", "-c",
+                   "tty; [ -t 0 ] && echo stdin-tty; exit 4"))
+    cmd = " ".join("'%s'" % a for a in argv)
+    r = subprocess.run(["script", "-qec", cmd, "/dev/null"],
+                       capture_output=True, text=True, timeout=120,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 4, harness.describe(r)
+    assert "/dev/pts/0" in r.stdout and "stdin-tty" in r.stdout, r.stdout
+    assert c.ctr("container", "ls", "-q").stdout.strip() == ""
+
+
 def test_containerd_detached_kill_and_delete():
     c = Containerd()
     cid = harness.new_id("ctr")
