@@ -45,6 +45,7 @@ int cmd_pause(const struct global_opts *g, int argc, char **argv);
 int cmd_resume(const struct global_opts *g, int argc, char **argv);
 int cmd_ps(const struct global_opts *g, int argc, char **argv);
 int cmd_update(const struct global_opts *g, int argc, char **argv);
+int cmd_events(const struct global_opts *g, int argc, char **argv);
 
 struct coil_create_opts;
 struct coil_py_override;

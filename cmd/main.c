@@ -76,6 +76,15 @@ static const struct command commands[] = {
      "      --cpuset-cpus S       cpus to run on, e.g. 0-1\n"
      "      --cpuset-mems S       memory nodes, e.g. 0\n"
      "Give either --resources or flags; limits not given stay as they are.\n"},
+    {"events", cmd_events, "events [--stats] [--interval DURATION] ID",
+     "print the container's cgroup stats and OOM kills as JSON lines",
+     "      --stats               print one stats line and exit\n"
+     "      --interval DURATION   time between stats lines (default 5s; "
+     "250ms, 1m)\n"
+     "Without --stats: a {\"type\":\"stats\",\"id\",\"data\"} line every "
+     "interval and\n"
+     "a {\"type\":\"oom\",\"id\"} line per OOM kill, until the container "
+     "stops.\n"},
     {"list", cmd_list, "list [--format table|json] [-q]", "list containers",
      "  -f, --format table|json   output format (default: table)\n"
      "  -q, --quiet               print only the ids\n"},

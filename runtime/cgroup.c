@@ -1153,3 +1153,7 @@ void cgroup_free(struct coil_cgroup *cg) {
     free(cg->dirs[i].path);
   free(cg);
 }
+
+const struct cg_dir *cg_find_dir(const struct coil_cgroup *cg, enum cg_ctrl c) {
+  return find_dir(cg, c);
+}

@@ -97,6 +97,9 @@ int cg_read(const char *dir, const char *file, char **out,
 unsigned long long cg_read_key(const struct cg_dir *d, const char *file,
                                const char *key);
 
+/* The directory that drives controller c, or NULL. */
+const struct cg_dir *cg_find_dir(const struct coil_cgroup *cg, enum cg_ctrl c);
+
 /* The controllers whose limits res sets (CG_BIT()s); res may be NULL. */
 unsigned cg_needed(const struct coil_resources *res);
 

@@ -931,6 +931,29 @@ int container_pids(const char *root, const char *id, pid_t **pids, size_t *n,
   return cgroup_pids(cg, pids, n, err);
 }
 
+int container_watch(const char *root, const char *id, struct coil_cgroup **cg,
+                    int *pidfd, struct coil_error *err) {
+  *cg = NULL;
+  *pidfd = -1;
+  cleanup_state_dir struct coil_state_dir d = COIL_STATE_DIR_INIT;
+  cleanup_state struct coil_state *st = NULL;
+  if (open_state(root, id, false, &d, &st, err) < 0)
+    return -1;
+  /* Opened before the status check, which proves the pid still init's. */
+  cleanup_close int fd =
+      st->pid > 0 ? (int)syscall(SYS_pidfd_open, st->pid, 0) : -1;
+  int fd_errno = errno;
+  enum coil_status s;
+  cleanup_cgroup struct coil_cgroup *c = NULL;
+  if (live_cgroup("events", &d, st, &s, &c, err) < 0)
+    return -1;
+  if (fd < 0)
+    return coil_error_sys(err, fd_errno, "events: pidfd_open %d", st->pid);
+  *cg = steal_ptr(c);
+  *pidfd = steal_fd(fd);
+  return 0;
+}
+
 int container_update(const char *root, const char *id,
                      const struct coil_resources *res, struct coil_error *err) {
   cleanup_state_dir struct coil_state_dir d = COIL_STATE_DIR_INIT;

@@ -45,6 +45,11 @@ int container_pause(const char *root, const char *id, bool paused,
 /* The host pids in the container's cgroup (malloc'd). */
 int container_pids(const char *root, const char *id, pid_t **pids, size_t *n,
                    struct coil_error *err);
+struct coil_cgroup;
+/* For events: the cgroup of a created, running or paused container and a
+ * pidfd of its init, readable once init has exited. */
+int container_watch(const char *root, const char *id, struct coil_cgroup **cg,
+                    int *pidfd, struct coil_error *err);
 struct coil_resources;
 /* Writes the limits res sets into a live container's cgroups. */
 int container_update(const char *root, const char *id,
