@@ -8,7 +8,7 @@ from harness import (check, coil, describe, new_bundle, new_id, new_root,
                      tmpdir, write_config)
 
 COMMANDS = ["spec", "create", "start", "run", "state", "kill", "delete",
-            "list"]
+            "list", "events"]
 
 
 def test_version():
