@@ -4,6 +4,7 @@
 #define COIL_MOUNTOPTS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "error.h"
@@ -14,8 +15,15 @@ struct coil_mount_opts {
   unsigned long propagation; /* MS_SHARED|MS_SLAVE|MS_PRIVATE|MS_UNBINDABLE,
                                 with MS_REC for "rshared" etc.; 0 = none */
   bool bind;                 /* "bind" or "rbind" */
-  bool recursive; /* "rbind" only (Docker writes "bind","rprivate") */
-  char *data;     /* fs-specific options ("size=64k,mode=755"), or NULL */
+  bool recursive; /* "rbind" given (Docker writes "bind","rprivate") */
+  /* MOUNT_ATTR_* of the "rro"-style options, set on the mount and every
+   * mount below it; rec_atime is one MOUNT_ATTR_ atime mode, valid when
+   * has_rec_atime. */
+  uint64_t rec_set, rec_clear, rec_atime;
+  bool has_rec_atime;
+  bool idmap;           /* "idmap" or "ridmap" */
+  bool idmap_recursive; /* "ridmap" */
+  char *data;           /* fs-specific options ("size=64k,mode=755"), or NULL */
 };
 
 /* field names the mount for error messages, e.g. "mounts[2]". */

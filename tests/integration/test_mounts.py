@@ -1,0 +1,174 @@
+"""Mount behaviours OCI suites and clients expect, as runc and crun do them:
+the cgroup mount, recursive mount attributes ("rro"), "rbind" with "bind",
+id-mapped mounts, destinations that are dangling symlinks, propagation of
+new filesystem mounts."""
+
+import json
+import os
+
+from harness import (base_config, check, coil, describe, new_bundle, new_id,
+                     read_config, run, sh, tmpdir, write_config)
+
+
+def _mount(destination, type_, source, *options):
+    return {"destination": destination, "type": type_, "source": source,
+            "options": list(options)}
+
+
+def _tmpfs(destination, *options):
+    return _mount(destination, "tmpfs", "tmpfs", "size=1m", *options)
+
+
+def _with_mounts(b, *extra):
+    """Appends extra mounts to bundle b's config; "@ROOTFS@" in a source
+    stands for b's rootfs (a path the container's earlier mounts cover)."""
+    cfg = read_config(b)
+    rootfs = os.path.join(b, "rootfs")
+    for m in extra:
+        m = dict(m)
+        if m.get("source"):
+            m["source"] = m["source"].replace("@ROOTFS@", rootfs)
+        cfg["mounts"].append(m)
+    write_config(b, cfg)
+    return b
+
+
+def _mountinfo_targets(out):
+    """Mount points listed by `cat /proc/self/mountinfo`, with their
+    per-mount options and optional fields."""
+    res = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) > 6 and f[0].isdigit():
+            res.setdefault(f[4], []).append(f[5].split(",") + f[6:])
+    return res
+
+
+# ------------------------------------------------- recursive attributes
+
+def _submount_bundle(script, *options):
+    """/a is a tmpfs with another tmpfs on /a/sub; /b binds /a with
+    options."""
+    b = new_bundle(["sh", "-c", script])
+    return _with_mounts(b, _tmpfs("/a"), _tmpfs("/a/sub"),
+                        _mount("/b", "bind", "@ROOTFS@/a", *options))
+
+
+_TOUCH = ("touch /b/top && echo top-rw || echo top-ro; "
+          "touch /b/sub/x && echo sub-rw || echo sub-ro")
+
+
+def test_rro_is_read_only_all_the_way_down():
+    r = check(run(_submount_bundle(_TOUCH, "rbind", "rro")))
+    assert r.stdout.split() == ["top-ro", "sub-ro"], describe(r)
+
+
+def test_plain_ro_leaves_the_submount_writable():
+    r = check(run(_submount_bundle(_TOUCH, "rbind", "ro")))
+    assert r.stdout.split() == ["top-ro", "sub-rw"], describe(r)
+
+
+def test_recursive_nosuid_nodev_noexec_noatime():
+    b = _submount_bundle("cat /proc/self/mountinfo", "rbind", "rnosuid",
+                         "rnodev", "rnoexec", "rnoatime", "rnosymfollow")
+    r = check(run(b))
+    mi = _mountinfo_targets(r.stdout)
+    for t in ("/b", "/b/sub"):
+        assert t in mi, describe(r)
+        opts = mi[t][-1]
+        for want in ("nosuid", "nodev", "noexec", "noatime", "nosymfollow"):
+            assert want in opts, (t, want, describe(r))
+
+
+def test_rrw_undoes_rro_on_the_submounts():
+    r = check(run(_submount_bundle(_TOUCH, "rbind", "rro", "rrw")))
+    assert r.stdout.split() == ["top-rw", "sub-rw"], describe(r)
+
+
+def test_recursive_attribute_on_a_new_filesystem():
+    b = new_bundle(["sh", "-c", "touch /n/x && echo rw || echo ro"])
+    r = check(run(_with_mounts(b, _tmpfs("/n", "rro"))))
+    assert r.stdout.split() == ["ro"], describe(r)
+
+
+# ------------------------------------------------- "rbind" with "bind"
+
+def test_rbind_then_bind_keeps_the_submounts():
+    # runc ORs the flags of both: "rbind" wins in either order.
+    for opts in (("rbind", "bind"), ("bind", "rbind")):
+        b = _submount_bundle("grep -c ' /b/sub ' /proc/self/mountinfo", *opts)
+        r = check(run(b))
+        assert r.stdout.strip() == "1", (opts, describe(r))
+
+
+# ------------------------------------------------- dangling symlinks
+
+def test_destination_dangling_symlinks_are_created_inside_rootfs():
+    name = "coil-dangling-%s" % new_id()
+    b = new_bundle(["sh", "-c",
+                    "grep -E ' /(made/dir|tmp/%s/abs|file-made) ' "
+                    "/proc/self/mountinfo | cut -d' ' -f5 | sort" % name])
+    rootfs = os.path.join(b, "rootfs")
+    # relative, absolute with "..", and a file bind onto a dangling link
+    os.symlink("made/dir", os.path.join(rootfs, "rel"))
+    os.symlink("/../../../../../../tmp/%s/abs" % name,
+               os.path.join(rootfs, "abs"))
+    os.symlink("../file-made", os.path.join(rootfs, "tmp-file"))
+    src = os.path.join(tmpdir(), "f")
+    open(src, "w").close()
+    cfg = read_config(b)
+    cfg["mounts"] = [m for m in cfg["mounts"] if m["destination"] != "/tmp"]
+    write_config(b, cfg)
+    _with_mounts(b, _tmpfs("/rel"), _tmpfs("/abs"),
+                 _mount("/tmp-file", "bind", src, "bind", "ro"))
+    r = check(run(b))
+    assert r.stdout.split() == sorted(["/file-made", "/made/dir",
+                                       "/tmp/%s/abs" % name]), describe(r)
+    assert os.path.isdir(os.path.join(rootfs, "made", "dir"))
+    assert os.path.isdir(os.path.join(rootfs, "tmp", name, "abs"))
+    assert os.path.isfile(os.path.join(rootfs, "file-made"))
+    assert not os.path.lexists("/tmp/" + name)
+    assert not os.path.lexists("/file-made")
+
+
+def test_dangling_symlink_loop_is_refused():
+    b = new_bundle(["true"])
+    rootfs = os.path.join(b, "rootfs")
+    os.symlink("loop2/x", os.path.join(rootfs, "loop1"))
+    os.symlink("loop1/x", os.path.join(rootfs, "loop2"))
+    r = run(_with_mounts(b, _tmpfs("/loop1")))
+    assert r.returncode != 0, describe(r)
+    assert "mounts[6] (/loop1)" in r.stderr, describe(r)
+    assert "symbolic links" in r.stderr, describe(r)
+
+
+# ------------------------------------------------- propagation
+
+def test_propagation_of_a_new_filesystem_mount():
+    b = new_bundle(["cat", "/proc/self/mountinfo"])
+    r = check(run(_with_mounts(b, _tmpfs("/s", "rshared"),
+                               _tmpfs("/p", "private"))))
+    mi = _mountinfo_targets(r.stdout)
+    assert any(f.startswith("shared:") for f in mi["/s"][-1]), describe(r)
+    assert not any(f.startswith("shared:") for f in mi["/p"][-1]), \
+        describe(r)
+
+
+def test_bad_filesystem_option_names_the_mount_and_option():
+    b = new_bundle(["true"])
+    r = run(_with_mounts(b, _tmpfs("/bad", "size=lots")))
+    assert r.returncode != 0, describe(r)
+    assert "mounts[6] (/bad)" in r.stderr and "size=lots" in r.stderr, \
+        describe(r)
+
+
+# ------------------------------------------------- features
+
+def test_features_lists_the_new_mount_options():
+    r = check(coil("features"))
+    opts = set(json.loads(r.stdout)["mountOptions"])
+    want = {"rro", "rrw", "rnosuid", "rsuid", "rnodev", "rdev", "rnoexec",
+            "rexec", "rnoatime", "ratime", "rrelatime", "rnorelatime",
+            "rstrictatime", "rnostrictatime", "rnodiratime", "rdiratime",
+            "rnosymfollow", "rsymfollow", "nosymfollow", "idmap", "ridmap"}
+    assert want <= opts, sorted(want - opts)
