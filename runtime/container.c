@@ -357,7 +357,8 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
                           .keep_ids_and_caps = x->payload->keep_ids_and_caps,
                           .payload = x->payload->run,
                           .payload_arg = x->payload->arg,
-                          .cgroup_join = &join};
+                          .cgroup_join = &join,
+                          .cgroup = x->cg};
     close(parent_end);
     if (x->relay[0] >= 0)
       close(x->relay[0]);

@@ -274,6 +274,8 @@ void init_main(const struct init_ctx *c) {
    *    visible so bind sources and createContainer hooks resolve. */
   struct coil_rootfs_opts ro = {
       .rootfs = c->rootfs, .userns = namespaces_has(&cfg->lnx, CLONE_NEWUSER)};
+  ro.n_cgroup_dirs =
+      cgroup_own_dirs(c->cgroup, ro.cgroup_dirs, ROOTFS_CGROUP_DIRS);
   if (!c->skip_rootfs && rootfs_prepare(cfg, &ro, &err) < 0)
     fail_sync(sync_fd, &err);
   log_debug("init: namespaces joined, mounts done");

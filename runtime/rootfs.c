@@ -15,6 +15,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "cgroup_mount.h"
 #include "cleanup.h"
 #include "log.h"
 #include "mountfd.h"
@@ -322,14 +323,19 @@ static int tmpfs_data(int rootfd, const char *dest, const char *data,
 }
 
 static int mount_fs(int rootfd, const struct coil_mount *m,
-                    const struct coil_mount_opts *o, struct coil_error *err) {
+                    const struct coil_mount_opts *o,
+                    const struct coil_rootfs_opts *ro, struct coil_error *err) {
   char buf[FD_PATH_MAX];
   const char *type = m->type;
-  /* coil mounts the unified hierarchy for "cgroup": on a hybrid host (v1
-   * controllers) the container sees cgroup2 without those controllers,
-   * never the host's v1 hierarchies. */
-  if (strcmp(type, "cgroup") == 0)
-    type = "cgroup2";
+  /* Never a new cgroup filesystem: outside a cgroup namespace it would show
+   * the host's whole tree, in a user namespace without one it is refused. */
+  if (strcmp(type, "cgroup") == 0 || strcmp(type, "cgroup2") == 0) {
+    cleanup_close int target = open_target(rootfd, m->destination, true, err);
+    if (target < 0)
+      return -1;
+    return cgroup_mount(target, strcmp(type, "cgroup2") == 0, o,
+                        ro->cgroup_dirs, ro->n_cgroup_dirs, err);
+  }
   const char *source = m->source ? m->source : type;
   cleanup_free char *tmpfs_opts = NULL;
   if (strcmp(type, "tmpfs") == 0 &&
@@ -357,6 +363,7 @@ static int mount_fs(int rootfd, const struct coil_mount *m,
 
 static int apply_mount(int rootfd, const struct coil_mount *m,
                        const struct coil_mount_opts *o,
+                       const struct coil_rootfs_opts *ro,
                        struct coil_error *err) {
   if (o->bind || (m->type && strcmp(m->type, "bind") == 0))
     return mount_bind(rootfd, m, o, err);
@@ -365,10 +372,11 @@ static int apply_mount(int rootfd, const struct coil_mount *m,
   if (o->idmap)
     return coil_error_set(err, EINVAL,
                           "\"idmap\" and \"ridmap\" apply to bind mounts only");
-  return mount_fs(rootfd, m, o, err);
+  return mount_fs(rootfd, m, o, ro, err);
 }
 
 static int apply_mounts(int rootfd, const struct coil_config *cfg,
+                        const struct coil_rootfs_opts *ro,
                         struct coil_error *err) {
   for (size_t i = 0; i < cfg->n_mounts; i++) {
     const struct coil_mount *m = &cfg->mounts[i];
@@ -377,7 +385,7 @@ static int apply_mounts(int rootfd, const struct coil_config *cfg,
     snprintf(field, sizeof field, "mounts[%zu]", i);
     if (mountopts_parse(&m->options, field, &o, err) < 0)
       return -1;
-    if (apply_mount(rootfd, m, &o, err) < 0)
+    if (apply_mount(rootfd, m, &o, ro, err) < 0)
       return coil_error_prefix(err, "%s (%s)", field, m->destination);
   }
   return 0;
@@ -639,7 +647,7 @@ int rootfs_prepare(const struct coil_config *cfg,
   if (rootfd < 0)
     return coil_error_sys(err, errno, "root.path %s", o->rootfs);
 
-  if (apply_mounts(rootfd, cfg, err) < 0 ||
+  if (apply_mounts(rootfd, cfg, o, err) < 0 ||
       create_devices(rootfd, cfg, o->userns, err) < 0)
     return -1;
   if (create_dev_links(rootfd, err) < 0)

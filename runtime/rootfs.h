@@ -8,9 +8,15 @@
 #include "config.h"
 #include "error.h"
 
+#define ROOTFS_CGROUP_DIRS 16
+
 struct coil_rootfs_opts {
   const char *rootfs; /* absolute host path of root.path */
   bool userns;        /* in a new user namespace: bind devices, never mknod */
+  /* The container's own cgroup directories (host paths, one per
+   * hierarchy): all a "cgroup" mount shows. */
+  const char *cgroup_dirs[ROOTFS_CGROUP_DIRS];
+  size_t n_cgroup_dirs;
 };
 
 /* Before pivot_root: makes / private (or rootfsPropagation), bind-mounts the

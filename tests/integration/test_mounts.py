@@ -44,6 +44,106 @@ def _mountinfo_targets(out):
     return res
 
 
+# ------------------------------------------------- the cgroup mount
+
+MiB = 1024 * 1024
+CGROUP_MOUNT = {"destination": "/sys/fs/cgroup", "type": "cgroup",
+                "source": "cgroup", "options": ["nosuid", "noexec"]}
+RESOURCES = {"memory": {"limit": 64 * MiB}, "pids": {"limit": 50},
+             "cpu": {"shares": 512}}
+
+
+def _v1_host():
+    return os.path.isdir("/sys/fs/cgroup/memory")
+
+
+def _cgroup_overrides(userns, cgroupns, mount=CGROUP_MOUNT):
+    """A config with the cgroup mount, limits, and the user and cgroup
+    namespaces as asked."""
+    cfg = base_config([])
+    ns = [n for n in cfg["linux"]["namespaces"]
+          if (userns or n["type"] != "user") and
+          (cgroupns or n["type"] != "cgroup")]
+    linux = {"namespaces": ns, "resources": RESOURCES}
+    if not userns:
+        linux.update(uidMappings=None, gidMappings=None)
+    return {"mounts": cfg["mounts"] + [mount], "linux": linux}
+
+
+_NS_CASES = [(u, c) for u in (True, False) for c in (True, False)]
+
+
+def _case(userns, cgroupns):
+    return "userns=%s cgroupns=%s" % (userns, cgroupns)
+
+
+def test_cgroup_mount_shows_the_container_cgroup_and_its_limits():
+    if _v1_host():
+        files = ["memory/memory.limit_in_bytes", "pids/pids.max",
+                 "cpu/cpu.shares"]
+        want = [str(64 * MiB), "50", "512"]
+    else:
+        files = ["memory.max", "pids.max", "cpu.weight"]
+        want = [str(64 * MiB), "50", None]
+    script = ("cd /sys/fs/cgroup && cat %s && echo -- && ls && echo -- && "
+              "grep -c ' /sys/fs/cgroup' /proc/self/mountinfo" %
+              " ".join(files))
+    for userns, cgroupns in _NS_CASES:
+        r = sh(script, **_cgroup_overrides(userns, cgroupns))
+        check(r)
+        values, names, _ = r.stdout.split("--\n")
+        got = values.split()
+        for g, w in zip(got, want):
+            assert w is None or g == w, (_case(userns, cgroupns), describe(r))
+        if _v1_host():
+            names = set(names.split())
+            assert {"memory", "pids", "cpu", "cpuacct", "freezer"} <= names, \
+                (_case(userns, cgroupns), describe(r))
+            if os.path.isdir("/sys/fs/cgroup/unified"):
+                assert "unified" in names, describe(r)
+
+
+def test_cgroup_mount_hides_every_other_cgroup():
+    from harness import new_root, state, wait_status
+    root = new_root()
+    sibling = new_id()
+    b = new_bundle(["sleep", "100"], linux={"resources": RESOURCES})
+    check(coil("create", "--bundle", b, sibling, root=root))
+    try:
+        for userns, cgroupns in _NS_CASES:
+            r = sh("find /sys/fs/cgroup -mindepth 1 -type d; "
+                   "cat /proc/self/mountinfo",
+                   **_cgroup_overrides(userns, cgroupns))
+            check(r)
+            assert sibling not in r.stdout, (_case(userns, cgroupns),
+                                             describe(r))
+            dirs = [l for l in r.stdout.splitlines()
+                    if l.startswith("/sys/fs/cgroup/")]
+            # only the hierarchies' roots, each the container's own cgroup
+            assert all(l.count("/") == 4 for l in dirs), describe(r)
+            if not _v1_host():
+                assert dirs == [], describe(r)
+    finally:
+        check(coil("delete", "--force", sibling, root=root))
+
+
+def test_cgroup_mount_is_read_only_unless_rw():
+    for userns, cgroupns in _NS_CASES:
+        r = sh("touch /sys/fs/cgroup/x; cat /proc/self/mountinfo",
+               **_cgroup_overrides(userns, cgroupns))
+        check(r)
+        mi = _mountinfo_targets(r.stdout)
+        cg = [t for t in mi if t.startswith("/sys/fs/cgroup")]
+        assert cg and all("ro" in mi[t][-1] for t in cg), describe(r)
+        assert "Read-only file system" in r.stderr, describe(r)
+    rw = dict(CGROUP_MOUNT, options=["rw"])
+    r = check(sh("cat /proc/self/mountinfo",
+                 **_cgroup_overrides(False, True, rw)))
+    mi = _mountinfo_targets(r.stdout)
+    cg = [t for t in mi if t.startswith("/sys/fs/cgroup")]
+    assert cg and all("rw" in mi[t][-1] for t in cg), describe(r)
+
+
 # ------------------------------------------------- recursive attributes
 
 def _submount_bundle(script, *options):
