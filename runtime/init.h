@@ -32,6 +32,7 @@ struct init_ctx {
   void *payload_arg;
   struct coil_cgroup_join *cgroup_join; /* v1 cgroups init moves itself into */
   const struct coil_cgroup *cgroup;     /* the container's cgroups, or NULL */
+  const int *idmap_trees; /* per mount: id-mapped source copy or -1; or NULL */
 };
 
 /* Runs in the cloned child; ends in execve or _exit, never returns. */

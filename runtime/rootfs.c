@@ -244,28 +244,36 @@ static int set_recursive_attrs(int mnt, const struct coil_mount_opts *o,
 }
 
 /* Attaches tree, a detached mount (a copy of a bind's source, or a new
- * filesystem), onto target. Flags, recursive attributes and the id mapping
- * are set on the detached tree before it is attached, propagation through
- * its own fd after: a path swapped meanwhile can neither leave the mount
- * writable nor move the flags onto another mount, and no path is resolved
- * twice. userns_fd: map ids through this user namespace, or -1. */
+ * filesystem), onto target. Flags and recursive attributes are set on the
+ * detached tree before it is attached, propagation through its own fd
+ * after: a path swapped meanwhile can neither leave the mount writable nor
+ * move the flags onto another mount, and no path is resolved twice. */
 static int attach_tree(int tree, int target, unsigned long set,
-                       const struct coil_mount_opts *o, int userns_fd,
+                       const struct coil_mount_opts *o,
                        struct coil_error *err) {
   if (mountfd_set_flags(tree, set & PER_MOUNT_FLAGS, o->clear, err) < 0 ||
       set_recursive_attrs(tree, o, err) < 0 ||
-      (userns_fd >= 0 &&
-       mountfd_idmap(tree, userns_fd, o->idmap_recursive, err) < 0) ||
       mountfd_attach(tree, target, err) < 0)
     return -1;
   return mountfd_set_propagation(tree, o->propagation, err);
 }
 
+/* idmapped: the runtime's id-mapped copy of the source, or -1. */
 static int mount_bind(int rootfd, const struct coil_mount *m,
-                      const struct coil_mount_opts *o, struct coil_error *err) {
+                      const struct coil_mount_opts *o, int idmapped,
+                      struct coil_error *err) {
   struct stat st;
   if (!m->source)
     return coil_error_set(err, EINVAL, "bind mount without a source");
+  if (idmapped >= 0) {
+    if (fstat(idmapped, &st) < 0)
+      return coil_error_sys(err, errno, "source %s", m->source);
+    cleanup_close int target =
+        open_target(rootfd, m->destination, S_ISDIR(st.st_mode), err);
+    if (target < 0 || attach_tree(idmapped, target, o->flags, o, err) < 0)
+      return coil_error_prefix(err, "id-mapped bind %s", m->source);
+    return 0;
+  }
   cleanup_close int src = open(m->source, O_PATH | O_CLOEXEC);
   if (src < 0 || fstat(src, &st) < 0)
     return coil_error_sys(err, errno, "source %s", m->source);
@@ -279,7 +287,7 @@ static int mount_bind(int rootfd, const struct coil_mount *m,
                              "bind %s (in a user namespace, a source with "
                              "mounts beneath it needs \"rbind\")",
                              m->source);
-  if (tree < 0 || attach_tree(tree, target, o->flags, o, -1, err) < 0)
+  if (tree < 0 || attach_tree(tree, target, o->flags, o, err) < 0)
     return coil_error_prefix(err, "bind %s", m->source);
   return 0;
 }
@@ -293,8 +301,7 @@ static int bind_host_sysfs(const struct coil_mount *m,
   if (sys < 0)
     return coil_error_sys(err, errno, "open /sys");
   cleanup_close int tree = mountfd_clone(sys, true, err);
-  if (tree < 0 ||
-      attach_tree(tree, target, o->flags | MS_RDONLY, o, -1, err) < 0)
+  if (tree < 0 || attach_tree(tree, target, o->flags | MS_RDONLY, o, err) < 0)
     return coil_error_prefix(err, "bind /sys");
   log_warn("%s: mounting sysfs is not permitted (no network namespace of "
            "the container's user namespace); bound the host's /sys "
@@ -358,20 +365,25 @@ static int mount_fs(int rootfd, const struct coil_mount *m,
       return bind_host_sysfs(m, o, target, err);
     return -1;
   }
-  return attach_tree(mnt, target, o->flags, o, -1, err);
+  return attach_tree(mnt, target, o->flags, o, err);
 }
 
-static int apply_mount(int rootfd, const struct coil_mount *m,
+static int apply_mount(int rootfd, const struct coil_mount *m, size_t i,
                        const struct coil_mount_opts *o,
                        const struct coil_rootfs_opts *ro,
                        struct coil_error *err) {
-  if (o->bind || (m->type && strcmp(m->type, "bind") == 0))
-    return mount_bind(rootfd, m, o, err);
+  bool idmap = o->idmap || m->n_uid_mappings || m->n_gid_mappings;
+  int idmapped = ro->idmap_trees ? ro->idmap_trees[i] : -1;
+  bool bind = o->bind || (m->type && strcmp(m->type, "bind") == 0);
+  if (idmap && !bind)
+    return coil_error_set(err, EINVAL, "id mappings apply to bind mounts only");
+  if (idmap && idmapped < 0)
+    return coil_error_set(err, EINVAL,
+                          "id-mapped mount not prepared by the runtime");
+  if (bind)
+    return mount_bind(rootfd, m, o, idmapped, err);
   if (!m->type)
     return coil_error_set(err, EINVAL, "no type and no bind option");
-  if (o->idmap)
-    return coil_error_set(err, EINVAL,
-                          "\"idmap\" and \"ridmap\" apply to bind mounts only");
   return mount_fs(rootfd, m, o, ro, err);
 }
 
@@ -385,7 +397,7 @@ static int apply_mounts(int rootfd, const struct coil_config *cfg,
     snprintf(field, sizeof field, "mounts[%zu]", i);
     if (mountopts_parse(&m->options, field, &o, err) < 0)
       return -1;
-    if (apply_mount(rootfd, m, &o, ro, err) < 0)
+    if (apply_mount(rootfd, m, i, &o, ro, err) < 0)
       return coil_error_prefix(err, "%s (%s)", field, m->destination);
   }
   return 0;
@@ -737,7 +749,7 @@ static int readonly_path(int rootfd, const char *path, struct coil_error *err) {
   if (tree < 0)
     return -1;
   static const struct coil_mount_opts none;
-  return attach_tree(tree, target, MS_RDONLY, &none, -1, err);
+  return attach_tree(tree, target, MS_RDONLY, &none, err);
 }
 
 int rootfs_finalize(const struct coil_config *cfg, struct coil_error *err) {

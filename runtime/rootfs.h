@@ -17,6 +17,9 @@ struct coil_rootfs_opts {
    * hierarchy): all a "cgroup" mount shows. */
   const char *cgroup_dirs[ROOTFS_CGROUP_DIRS];
   size_t n_cgroup_dirs;
+  /* Per mount, the runtime's detached id-mapped copy of its source or -1
+   * (idmap_mount.h); NULL when no mount is id-mapped. */
+  const int *idmap_trees;
 };
 
 /* Before pivot_root: makes / private (or rootfsPropagation), bind-mounts the

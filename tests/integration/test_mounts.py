@@ -6,8 +6,9 @@ new filesystem mounts."""
 import json
 import os
 
-from harness import (base_config, check, coil, describe, new_bundle, new_id,
-                     read_config, run, sh, tmpdir, write_config)
+from harness import (HOST_GID, HOST_UID, base_config, check, coil, describe,
+                     new_bundle, new_id, read_config, run, sh, tmpdir,
+                     write_config)
 
 
 def _mount(destination, type_, source, *options):
@@ -262,6 +263,65 @@ def test_bad_filesystem_option_names_the_mount_and_option():
         describe(r)
 
 
+# ------------------------------------------------- id-mapped mounts
+
+def _owned_dir(uid, gid):
+    d = tmpdir()
+    with open(os.path.join(d, "f"), "w") as f:
+        f.write("x\n")
+    for p in (d, os.path.join(d, "f")):
+        os.chown(p, uid, gid)
+    return d
+
+
+def _idmapped(source, uid_from, uid_to, gid_from, gid_to, *options):
+    m = _mount("/m", "bind", source, "rbind", *options)
+    m["uidMappings"] = [{"containerID": uid_from, "hostID": uid_to,
+                         "size": 1}]
+    m["gidMappings"] = [{"containerID": gid_from, "hostID": gid_to,
+                         "size": 1}]
+    return m
+
+
+def test_idmapped_bind_shows_the_mapped_owner():
+    d = _owned_dir(1000, 1001)
+    # in the container's user namespace: host 100005/100007 are 5/7 there
+    b = new_bundle(["sh", "-c", "stat -c '%u %g' /m /m/f"])
+    _with_mounts(b, _idmapped(d, 1000, HOST_UID + 5, 1001, HOST_GID + 7,
+                              "ro"))
+    r = check(run(b))
+    assert r.stdout.split("\n")[:2] == ["5 7", "5 7"], describe(r)
+    # without a user namespace the mapped host ids show as they are
+    cfg = base_config([])
+    ns = [n for n in cfg["linux"]["namespaces"] if n["type"] != "user"]
+    b = new_bundle(["sh", "-c", "stat -c '%u %g' /m/f"],
+                   linux={"namespaces": ns, "uidMappings": None,
+                          "gidMappings": None})
+    _with_mounts(b, _idmapped(d, 1000, 2000, 1001, 3000, "idmap"))
+    r = check(run(b))
+    assert r.stdout.strip() == "2000 3000", describe(r)
+    st = os.stat(os.path.join(d, "f"))
+    assert (st.st_uid, st.st_gid) == (1000, 1001), "the host's owner changed"
+
+
+def test_idmapped_mount_errors_name_the_mount():
+    d = _owned_dir(1000, 1000)
+    cases = []
+    m = _idmapped(d, 1000, HOST_UID, 1000, HOST_GID)
+    del m["gidMappings"]
+    cases.append((m, "needs both uidMappings and gidMappings"))
+    m = _tmpfs("/m", "idmap")
+    cases.append((m, "id mappings apply to bind mounts only"))
+    # procfs cannot be id-mapped
+    cases.append((_idmapped("/proc/sys", 0, HOST_UID, 0, HOST_GID),
+                  "filesystem does not support id mapping"))
+    for m, want in cases:
+        b = new_bundle(["true"])
+        r = run(_with_mounts(b, m))
+        assert r.returncode != 0, describe(r)
+        assert "mounts[6] (/m)" in r.stderr and want in r.stderr, describe(r)
+
+
 # ------------------------------------------------- features
 
 def test_features_lists_the_new_mount_options():
@@ -272,3 +332,5 @@ def test_features_lists_the_new_mount_options():
             "rstrictatime", "rnostrictatime", "rnodiratime", "rdiratime",
             "rnosymfollow", "rsymfollow", "nosymfollow", "idmap", "ridmap"}
     assert want <= opts, sorted(want - opts)
+    ext = json.loads(r.stdout)["linux"]["mountExtensions"]
+    assert ext == {"idmap": {"enabled": True}}, r.stdout

@@ -470,8 +470,10 @@ static struct coil_strv strv(const char *const *opts) {
 
 #define STRV(...) strv((const char *const[]){__VA_ARGS__, NULL})
 #define MOUNT(dst, typ, src, ...)                                              \
-  ((struct coil_mount){(char *)(dst), (char *)(typ), (char *)(src),            \
-                       STRV(__VA_ARGS__)})
+  ((struct coil_mount){.destination = (char *)(dst),                           \
+                       .type = (char *)(typ),                                  \
+                       .source = (char *)(src),                                \
+                       .options = STRV(__VA_ARGS__)})
 
 static struct coil_mount mounts[16];
 static struct coil_device devices[2];
@@ -669,8 +671,7 @@ static const struct scenario scenarios[] = {
     {.name = "idmap",
      .userns = true,
      .config = idmap_config,
-     .error = "mounts[0] (/x): \"idmap\" and \"ridmap\" apply to bind mounts "
-              "only"},
+     .error = "mounts[0] (/x): id mappings apply to bind mounts only"},
     {.name = "bad-type",
      .userns = true,
      .config = bad_type_config,
