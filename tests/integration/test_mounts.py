@@ -5,6 +5,7 @@ new filesystem mounts."""
 
 import json
 import os
+import subprocess
 
 from harness import (HOST_GID, HOST_UID, base_config, check, coil, describe,
                      new_bundle, new_id, read_config, run, sh, tmpdir,
@@ -302,6 +303,24 @@ def test_idmapped_bind_shows_the_mapped_owner():
     assert r.stdout.strip() == "2000 3000", describe(r)
     st = os.stat(os.path.join(d, "f"))
     assert (st.st_uid, st.st_gid) == (1000, 1001), "the host's owner changed"
+
+
+def test_ridmap_maps_the_submounts_too():
+    d = _owned_dir(1000, 1000)
+    sub = os.path.join(d, "sub")
+    os.mkdir(sub)
+    # a host mount below the source, removed before the test ends
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,uid=1000,gid=1000",
+                    "coil-test-sub", sub], check=True)
+    try:
+        for opt, want in (("idmap", "65534"), ("ridmap", "5")):
+            b = new_bundle(["stat", "-c", "%u", "/m", "/m/sub"])
+            _with_mounts(b, _idmapped(d, 1000, HOST_UID + 5, 1000,
+                                      HOST_GID + 5, opt))
+            r = check(run(b))
+            assert r.stdout.split() == ["5", want], (opt, describe(r))
+    finally:
+        subprocess.run(["umount", sub], check=True)
 
 
 def test_idmapped_mount_errors_name_the_mount():
