@@ -108,18 +108,16 @@ static bool on_cgroup2(const char *path) {
   return statfs(path, &sb) == 0 && sb.f_type == CGROUP2_SUPER_MAGIC;
 }
 
-/* The container's cgroup in the unified hierarchy itself. */
-static int mount_unified(int target, const struct coil_mount_opts *o,
-                         const char *const *dirs, size_t n,
-                         struct coil_error *err) {
-  const char *dir = NULL;
-  for (size_t i = 0; i < n && !dir; i++)
+static const char *unified_dir(const char *const *dirs, size_t n) {
+  for (size_t i = 0; i < n; i++)
     if (on_cgroup2(dirs[i]))
-      dir = dirs[i];
-  if (!dir)
-    return coil_error_set(err, ENOENT,
-                          "the container has no cgroup v2 directory of its "
-                          "own to show");
+      return dirs[i];
+  return NULL;
+}
+
+/* dir, the container's cgroup in the unified hierarchy, itself. */
+static int mount_unified(int target, const struct coil_mount_opts *o,
+                         const char *dir, struct coil_error *err) {
   cleanup_close int src = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (src < 0)
     return coil_error_sys(err, errno, "cgroup %s", dir);
@@ -133,8 +131,15 @@ static int mount_unified(int target, const struct coil_mount_opts *o,
 
 int cgroup_mount(int target, bool v2, const struct coil_mount_opts *o,
                  const char *const *dirs, size_t n, struct coil_error *err) {
-  if (v2 || on_cgroup2(CGROUP_ROOT))
-    return mount_unified(target, o, dirs, n, err);
+  if (v2 || on_cgroup2(CGROUP_ROOT)) {
+    const char *dir = unified_dir(dirs, n);
+    if (dir)
+      return mount_unified(target, o, dir, err);
+    /* Never the cgroup coil runs in, nor the host's root. */
+    log_warn("the container has no cgroup v2 directory of its own; its "
+             "cgroup mount is an empty tmpfs");
+    n = 0;
+  }
 
   cleanup_table struct libmnt_table *tb =
       mnt_new_table_from_file("/proc/self/mountinfo");

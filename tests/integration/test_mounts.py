@@ -129,6 +129,17 @@ def test_cgroup_mount_hides_every_other_cgroup():
         check(coil("delete", "--force", sibling, root=root))
 
 
+def test_cgroup2_mount_is_the_container_unified_cgroup():
+    m = dict(CGROUP_MOUNT, type="cgroup2", source="cgroup2")
+    for userns, cgroupns in _NS_CASES:
+        r = sh("ls /sys/fs/cgroup/cgroup.procs && "
+               "find /sys/fs/cgroup -mindepth 1 -type d | wc -l",
+               **_cgroup_overrides(userns, cgroupns, m))
+        check(r)
+        assert r.stdout.split() == ["/sys/fs/cgroup/cgroup.procs", "0"], \
+            (_case(userns, cgroupns), describe(r))
+
+
 def test_cgroup_mount_is_read_only_unless_rw():
     for userns, cgroupns in _NS_CASES:
         r = sh("touch /sys/fs/cgroup/x; cat /proc/self/mountinfo",
