@@ -34,11 +34,8 @@ static unsigned long mount_flags(const struct coil_mount_opts *o) {
 
 static int recursive_attrs(int mnt, const struct coil_mount_opts *o,
                            struct coil_error *err) {
-  uint64_t set = o->rec_set, clear = o->rec_clear;
-  if (o->has_rec_atime) {
-    set |= o->rec_atime;
-    clear |= MOUNT_ATTR__ATIME;
-  }
+  uint64_t set, clear;
+  mountopts_recursive_attrs(o, &set, &clear);
   return mountfd_set_attr(mnt, true, set, clear, err);
 }
 

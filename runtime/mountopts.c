@@ -169,6 +169,16 @@ void mountopts_free(struct coil_mount_opts *o) {
   o->data = NULL;
 }
 
+void mountopts_recursive_attrs(const struct coil_mount_opts *o, uint64_t *set,
+                               uint64_t *clear) {
+  *set = o->rec_set;
+  *clear = o->rec_clear;
+  if (o->has_rec_atime) {
+    *set |= o->rec_atime;
+    *clear |= MOUNT_ATTR__ATIME;
+  }
+}
+
 int mountopts_propagation(const char *name, unsigned long *flags) {
   const struct libmnt_optmap *m = name ? linux_flag(name) : NULL;
   if (!m || !((unsigned long)m->id & PROPAGATION_FLAGS))

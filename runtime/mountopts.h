@@ -31,6 +31,11 @@ int mountopts_parse(const struct coil_strv *options, const char *field,
                     struct coil_mount_opts *out, struct coil_error *err);
 void mountopts_free(struct coil_mount_opts *o);
 
+/* The MOUNT_ATTR_* to set and to clear (with AT_RECURSIVE) for o's
+ * recursive options; an atime mode clears MOUNT_ATTR__ATIME first. */
+void mountopts_recursive_attrs(const struct coil_mount_opts *o, uint64_t *set,
+                               uint64_t *clear);
+
 /* "rprivate" etc. (for linux.rootfsPropagation) to MS_* flags; -1 when unknown.
  */
 int mountopts_propagation(const char *name, unsigned long *flags);

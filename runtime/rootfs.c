@@ -235,11 +235,8 @@ static int open_target_at(int rootfd, const char *path, bool dir, int links,
  * mount below it. */
 static int set_recursive_attrs(int mnt, const struct coil_mount_opts *o,
                                struct coil_error *err) {
-  uint64_t set = o->rec_set, clear = o->rec_clear;
-  if (o->has_rec_atime) {
-    set |= o->rec_atime;
-    clear |= MOUNT_ATTR__ATIME;
-  }
+  uint64_t set, clear;
+  mountopts_recursive_attrs(o, &set, &clear);
   return mountfd_set_attr(mnt, true, set, clear, err);
 }
 

@@ -141,6 +141,13 @@ static void test_recursive(void) {
        "%s picks atime mode %#llx", atimes[i].name,
        (unsigned long long)atimes[i].mode);
   }
+  uint64_t set, clear;
+  PARSE(&o, &err, "rro", "rstrictatime");
+  mountopts_recursive_attrs(&o, &set, &clear);
+  ok(set == (MOUNT_ATTR_RDONLY | MOUNT_ATTR_STRICTATIME) &&
+         clear == MOUNT_ATTR__ATIME,
+     "an atime mode clears the old one: set %#llx clear %#llx",
+     (unsigned long long)set, (unsigned long long)clear);
   rc = PARSE(&o, &err, "rbind", "idmap");
   ok(rc == 0 && o.idmap && !o.idmap_recursive && !o.data, "idmap");
   rc = PARSE(&o, &err, "rbind", "ridmap");
