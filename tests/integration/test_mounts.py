@@ -7,9 +7,9 @@ import json
 import os
 import subprocess
 
-from harness import (HOST_GID, HOST_UID, base_config, check, coil, describe,
-                     new_bundle, new_id, read_config, run, sh, tmpdir,
-                     write_config)
+from harness import (HOST_GID, HOST_UID, base_config, check, coil,
+                     default_root, describe, new_bundle, new_id, read_config,
+                     run, sh, tmpdir, write_config)
 
 
 def _mount(destination, type_, source, *options):
@@ -320,18 +320,27 @@ def test_ridmap_maps_the_submounts_too():
     d = _owned_dir(1000, 1000)
     sub = os.path.join(d, "sub")
     os.mkdir(sub)
-    # a host mount below the source, removed before the test ends
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,uid=1000,gid=1000",
-                    "coil-test-sub", sub], check=True)
-    try:
-        for opt, want in (("idmap", "65534"), ("ridmap", "5")):
-            b = new_bundle(["stat", "-c", "%u", "/m", "/m/sub"])
-            _with_mounts(b, _idmapped(d, 1000, HOST_UID + 5, 1000,
-                                      HOST_GID + 5, opt))
-            r = check(run(b))
-            assert r.stdout.split() == ["5", want], (opt, describe(r))
-    finally:
-        subprocess.run(["umount", sub], check=True)
+    # The submount exists only in a mount namespace of coil's own, so the
+    # host never sees it.
+    mount_then = ('mount -t tmpfs -o size=1m,uid=1000,gid=1000 coil-test-sub '
+                  '"$1" && shift && exec "$@"')
+    for opt, want in (("idmap", "65534"), ("ridmap", "5")):
+        b = new_bundle(["stat", "-c", "%u", "/m", "/m/sub"])
+        _with_mounts(b, _idmapped(d, 1000, HOST_UID + 5, 1000, HOST_GID + 5,
+                                  opt))
+        r = check(coil_in_private_mount_ns(
+            ["sh", "-c", mount_then, "sh", sub], "run", "--bundle", b,
+            new_id()))
+        assert r.stdout.split() == ["5", want], (opt, describe(r))
+
+
+def coil_in_private_mount_ns(prefix, *args):
+    """coil args, run by prefix in a private mount namespace."""
+    import harness
+    argv = (["unshare", "-m", "--propagation", "private"] + prefix +
+            [harness.COIL, "--root", default_root()] + list(args))
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
 
 
 def test_idmapped_mount_errors_name_the_mount():
