@@ -1146,6 +1146,15 @@ int cgroup_deserialize(const char *text, struct coil_cgroup **out,
   return 0;
 }
 
+size_t cgroup_own_dirs(const struct coil_cgroup *cg, const char **dirs,
+                       size_t max) {
+  size_t n = 0;
+  for (size_t i = 0; cg && i < cg->n && n < max; i++)
+    if (cg->dirs[i].kernel && cg->dirs[i].path)
+      dirs[n++] = cg->dirs[i].path;
+  return n;
+}
+
 void cgroup_free(struct coil_cgroup *cg) {
   if (!cg)
     return;

@@ -63,6 +63,12 @@ int cgroup_join_prepare(const struct coil_cgroup *cg,
 int cgroup_join_self(struct coil_cgroup_join *j, struct coil_error *err);
 void cgroup_join_close(struct coil_cgroup_join *j);
 
+/* The container's own cgroup directories on the host's cgroup filesystems,
+ * one per hierarchy (borrowed from cg): what its /sys/fs/cgroup shows. At
+ * most max are stored; returns how many. */
+size_t cgroup_own_dirs(const struct coil_cgroup *cg, const char **dirs,
+                       size_t max);
+
 /* The pids currently in the container's cgroup (for kill --all). */
 int cgroup_pids(const struct coil_cgroup *cg, pid_t **pids, size_t *n,
                 struct coil_error *err);

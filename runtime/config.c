@@ -93,12 +93,26 @@ static const struct jw_object process_obj =
 
 /* ---- mounts and hooks -------------------------------------------------- */
 
+static const struct jw_field id_mapping_fields[] = {
+    JW_UINT32("containerID", struct coil_id_mapping, container_id, JW_NO_OFF,
+              JW_REQUIRED),
+    JW_UINT32("hostID", struct coil_id_mapping, host_id, JW_NO_OFF,
+              JW_REQUIRED),
+    JW_UINT32("size", struct coil_id_mapping, size, JW_NO_OFF, JW_REQUIRED),
+};
+static const struct jw_object id_mapping_obj =
+    JW_TABLE(struct coil_id_mapping, id_mapping_fields, NULL);
+
 static const struct jw_field mount_fields[] = {
     JW_STRING("destination", struct coil_mount, destination,
               JW_REQUIRED | JW_ABSOLUTE),
     JW_STRING("type", struct coil_mount, type, 0),
     JW_STRING("source", struct coil_mount, source, 0),
     JW_STRINGS("options", struct coil_mount, options, JW_NO_OFF, 0, NULL),
+    JW_LIST("uidMappings", struct coil_mount, uid_mappings, n_uid_mappings,
+            struct coil_id_mapping, 0, &id_mapping_obj),
+    JW_LIST("gidMappings", struct coil_mount, gid_mappings, n_gid_mappings,
+            struct coil_id_mapping, 0, &id_mapping_obj),
 };
 static const struct jw_object mount_obj =
     JW_TABLE(struct coil_mount, mount_fields, NULL);
@@ -157,16 +171,6 @@ static const struct jw_field namespace_fields[] = {
 };
 static const struct jw_object namespace_obj =
     JW_TABLE(struct coil_namespace, namespace_fields, namespace_check);
-
-static const struct jw_field id_mapping_fields[] = {
-    JW_UINT32("containerID", struct coil_id_mapping, container_id, JW_NO_OFF,
-              JW_REQUIRED),
-    JW_UINT32("hostID", struct coil_id_mapping, host_id, JW_NO_OFF,
-              JW_REQUIRED),
-    JW_UINT32("size", struct coil_id_mapping, size, JW_NO_OFF, JW_REQUIRED),
-};
-static const struct jw_object id_mapping_obj =
-    JW_TABLE(struct coil_id_mapping, id_mapping_fields, NULL);
 
 static const char *const device_types[] = {"c", "b", "u", "p", NULL};
 

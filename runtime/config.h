@@ -63,11 +63,21 @@ struct coil_process {
   char *selinux_label;
 };
 
+struct coil_id_mapping {
+  uint32_t container_id;
+  uint32_t host_id;
+  uint32_t size;
+};
+
 struct coil_mount {
   char *destination; /* required */
   char *type;        /* NULL when absent */
   char *source;      /* NULL when absent */
   struct coil_strv options;
+  /* An id-mapped mount: file owners on the source as containerID show as
+   * hostID (runtime-spec 1.1). */
+  struct coil_id_mapping *uid_mappings, *gid_mappings;
+  size_t n_uid_mappings, n_gid_mappings;
 };
 
 enum coil_hook_kind {
@@ -98,12 +108,6 @@ struct coil_namespace {
   int clone_flag; /* CLONE_NEWPID, CLONE_NEWNET, ... */
   char *type;     /* as written: "pid", "network", ... */
   char *path;     /* NULL: create a new one */
-};
-
-struct coil_id_mapping {
-  uint32_t container_id;
-  uint32_t host_id;
-  uint32_t size;
 };
 
 struct coil_hugepage_limit {

@@ -26,6 +26,7 @@
 #include "device_policy.h"
 #include "hooks.h"
 #include "id.h"
+#include "idmap_mount.h"
 #include "init.h"
 #include "log.h"
 #include "mountopts.h"
@@ -304,6 +305,36 @@ static pid_t clone_in_user_namespace(const char *path, int flags,
   return result;
 }
 
+/* The runtime's id-mapped mounts for init (idmap_mount.h), closed in the
+ * runtime once init has its copies. */
+struct idmap_fds {
+  int *fds;
+  size_t n;
+};
+
+static void idmap_fds_release(struct idmap_fds *t) {
+  if (t->fds)
+    idmap_mounts_close(t->fds, t->n);
+  free(t->fds);
+  t->fds = NULL;
+}
+
+static int idmap_fds_prepare(const struct coil_config *cfg, struct idmap_fds *t,
+                             struct coil_error *err) {
+  if (!cfg->n_mounts)
+    return 0;
+  t->fds = calloc(cfg->n_mounts, sizeof *t->fds);
+  if (!t->fds)
+    return coil_error_sys(err, ENOMEM, "mounts");
+  t->n = cfg->n_mounts;
+  if (idmap_mounts_prepare(cfg, t->fds, err) < 0) {
+    free(t->fds);
+    t->fds = NULL;
+    return -1;
+  }
+  return 0;
+}
+
 /* The parent's side of the setup handshake with init (see init.c). */
 static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
                       const struct coil_rlimits *rl,
@@ -336,6 +367,9 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
   cleanup_close int start_fd = start_socket_listen(x->dirfd, err);
   if (start_fd < 0)
     return -1;
+  __attribute__((cleanup(idmap_fds_release))) struct idmap_fds idmap = {0};
+  if (idmap_fds_prepare(cfg, &idmap, err) < 0)
+    return -1;
   struct coil_cgroup_join join = {.v2_fd = -1};
   if (x->cg && cgroup_join_prepare(x->cg, &join, err) < 0)
     return -1;
@@ -367,7 +401,9 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
                           .keep_ids_and_caps = x->payload->keep_ids_and_caps,
                           .payload = x->payload->run,
                           .payload_arg = x->payload->arg,
-                          .cgroup_join = &join};
+                          .cgroup_join = &join,
+                          .cgroup = x->cg,
+                          .idmap_trees = idmap.fds};
     close(parent_end);
     if (x->relay[0] >= 0)
       close(x->relay[0]);
@@ -375,6 +411,7 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
   }
   int clone_errno = errno;
   cgroup_join_close(&join);
+  idmap_fds_release(&idmap);
   struct coil_error rerr;
   if (namespaces_parent_restore(&saved, &rerr) < 0) {
     if (pid > 0)

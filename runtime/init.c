@@ -235,8 +235,19 @@ void init_main(const struct init_ctx *c) {
   if (c->out_fd >= 0 &&
       (dup2(c->out_fd, STDOUT_FILENO) < 0 || close(c->out_fd) < 0))
     _exit(INIT_FAILED);
-  int keep[] = {c->sync_fd, c->start_fd, c->console_fd};
-  if (fds_close_except(keep, sizeof keep / sizeof keep[0], &err) < 0)
+  /* The runtime's id-mapped mounts stay open until rootfs_prepare. */
+  size_t n_keep = 3 + (c->idmap_trees ? cfg->n_mounts : 0);
+  cleanup_free int *keep = calloc(n_keep, sizeof *keep);
+  if (!keep) {
+    coil_error_set(&err, ENOMEM, "init: fds to keep");
+    fail_sync(c->sync_fd, &err);
+  }
+  keep[0] = c->sync_fd;
+  keep[1] = c->start_fd;
+  keep[2] = c->console_fd;
+  for (size_t i = 3; i < n_keep; i++)
+    keep[i] = c->idmap_trees[i - 3];
+  if (fds_close_except(keep, n_keep, &err) < 0)
     fail_sync(c->sync_fd, &err);
 
   /* 2. The parent has written the id maps and put us in the cgroup. */
@@ -274,6 +285,9 @@ void init_main(const struct init_ctx *c) {
    *    visible so bind sources and createContainer hooks resolve. */
   struct coil_rootfs_opts ro = {
       .rootfs = c->rootfs, .userns = namespaces_has(&cfg->lnx, CLONE_NEWUSER)};
+  ro.n_cgroup_dirs =
+      cgroup_own_dirs(c->cgroup, ro.cgroup_dirs, ROOTFS_CGROUP_DIRS);
+  ro.idmap_trees = c->idmap_trees;
   if (!c->skip_rootfs && rootfs_prepare(cfg, &ro, &err) < 0)
     fail_sync(sync_fd, &err);
   log_debug("init: namespaces joined, mounts done");

@@ -11,6 +11,7 @@
 #include "rlimits.h"
 #include "seccomp_profile.h"
 
+struct coil_cgroup;
 struct coil_cgroup_join;
 
 struct init_ctx {
@@ -30,6 +31,8 @@ struct init_ctx {
   payload_run_fn payload; /* runs instead of execve, or NULL */
   void *payload_arg;
   struct coil_cgroup_join *cgroup_join; /* v1 cgroups init moves itself into */
+  const struct coil_cgroup *cgroup;     /* the container's cgroups, or NULL */
+  const int *idmap_trees; /* per mount: id-mapped source copy or -1; or NULL */
 };
 
 /* Runs in the cloned child; ends in execve or _exit, never returns. */

@@ -17,31 +17,63 @@ static const struct {
   const char *name;
   const char *why;
 } unsupported[] = {
-    {"idmap", "id-mapped mounts are not supported"},
-    {"ridmap", "id-mapped mounts are not supported"},
     {"tmpcopyup", "tmpfs copy-up is not supported"},
     {"copy-symlink", "crun's copy-symlink is not supported"},
     {"src-nofollow", "crun's src-nofollow is not supported"},
     {"dest-nofollow", "crun's dest-nofollow is not supported"},
-    {"rro", "recursive mount attributes are not supported"},
-    {"rrw", "recursive mount attributes are not supported"},
-    {"rnosuid", "recursive mount attributes are not supported"},
-    {"rsuid", "recursive mount attributes are not supported"},
-    {"rnodev", "recursive mount attributes are not supported"},
-    {"rdev", "recursive mount attributes are not supported"},
-    {"rnoexec", "recursive mount attributes are not supported"},
-    {"rexec", "recursive mount attributes are not supported"},
-    {"rnoatime", "recursive mount attributes are not supported"},
-    {"ratime", "recursive mount attributes are not supported"},
-    {"rnodiratime", "recursive mount attributes are not supported"},
-    {"rdiratime", "recursive mount attributes are not supported"},
-    {"rrelatime", "recursive mount attributes are not supported"},
-    {"rnorelatime", "recursive mount attributes are not supported"},
-    {"rstrictatime", "recursive mount attributes are not supported"},
-    {"rnostrictatime", "recursive mount attributes are not supported"},
-    {"rnosymfollow", "recursive mount attributes are not supported"},
-    {"rsymfollow", "recursive mount attributes are not supported"},
 };
+
+/* The recursive mount attributes of runtime-spec 1.1 (runc's list): set or
+ * cleared with mount_setattr(AT_RECURSIVE) on the mount and all below it.
+ * The atime options pick one mode; "ratime", "rnorelatime" and
+ * "rnostrictatime" go back to the kernel's default, relatime. */
+static const struct {
+  const char *name;
+  uint64_t attr;
+  bool clear;
+  bool atime;
+} recursive_attrs[] = {
+    {"rro", MOUNT_ATTR_RDONLY, false, false},
+    {"rrw", MOUNT_ATTR_RDONLY, true, false},
+    {"rnosuid", MOUNT_ATTR_NOSUID, false, false},
+    {"rsuid", MOUNT_ATTR_NOSUID, true, false},
+    {"rnodev", MOUNT_ATTR_NODEV, false, false},
+    {"rdev", MOUNT_ATTR_NODEV, true, false},
+    {"rnoexec", MOUNT_ATTR_NOEXEC, false, false},
+    {"rexec", MOUNT_ATTR_NOEXEC, true, false},
+    {"rnodiratime", MOUNT_ATTR_NODIRATIME, false, false},
+    {"rdiratime", MOUNT_ATTR_NODIRATIME, true, false},
+    {"rnosymfollow", MOUNT_ATTR_NOSYMFOLLOW, false, false},
+    {"rsymfollow", MOUNT_ATTR_NOSYMFOLLOW, true, false},
+    {"rnoatime", MOUNT_ATTR_NOATIME, false, true},
+    {"rstrictatime", MOUNT_ATTR_STRICTATIME, false, true},
+    {"rrelatime", MOUNT_ATTR_RELATIME, false, true},
+    {"ratime", MOUNT_ATTR_RELATIME, false, true},
+    {"rnorelatime", MOUNT_ATTR_RELATIME, false, true},
+    {"rnostrictatime", MOUNT_ATTR_RELATIME, false, true},
+};
+
+/* Later options override earlier ones, as for the other flags. */
+static bool apply_recursive(struct coil_mount_opts *o, const char *opt) {
+  for (size_t i = 0; i < sizeof recursive_attrs / sizeof recursive_attrs[0];
+       i++) {
+    if (strcmp(recursive_attrs[i].name, opt) != 0)
+      continue;
+    uint64_t a = recursive_attrs[i].attr;
+    if (recursive_attrs[i].atime) {
+      o->rec_atime = a;
+      o->has_rec_atime = true;
+    } else if (recursive_attrs[i].clear) {
+      o->rec_clear |= a;
+      o->rec_set &= ~a;
+    } else {
+      o->rec_set |= a;
+      o->rec_clear &= ~a;
+    }
+    return true;
+  }
+  return false;
+}
 
 static const char *unsupported_reason(const char *opt) {
   size_t len = strcspn(opt, "=");
@@ -82,8 +114,10 @@ static void apply_flag(struct coil_mount_opts *o,
   if (id & PROPAGATION_FLAGS) {
     o->propagation = id;
   } else if (id & MS_BIND) {
+    /* As runc: the flags accumulate, so "rbind" stays recursive whatever
+     * "bind" comes before or after it. */
     o->bind = true;
-    o->recursive = (id & MS_REC) != 0;
+    o->recursive = o->recursive || (id & MS_REC) != 0;
     o->flags |= MS_BIND;
   } else if (m->mask & MNT_INVERT) {
     o->clear |= id;
@@ -110,6 +144,13 @@ int mountopts_parse(const struct coil_strv *options, const char *field,
     if ((why = unsupported_reason(opt)))
       return coil_error_set(err, EINVAL, "%s.options[%zu] (%s): %s", field, j,
                             opt, why);
+    if (apply_recursive(&o, opt))
+      continue;
+    if (strcmp(opt, "idmap") == 0 || strcmp(opt, "ridmap") == 0) {
+      o.idmap = true;
+      o.idmap_recursive = opt[0] == 'r';
+      continue;
+    }
     if ((m = linux_flag(opt))) {
       apply_flag(&o, m);
       continue;
@@ -126,6 +167,16 @@ int mountopts_parse(const struct coil_strv *options, const char *field,
 void mountopts_free(struct coil_mount_opts *o) {
   free(o->data);
   o->data = NULL;
+}
+
+void mountopts_recursive_attrs(const struct coil_mount_opts *o, uint64_t *set,
+                               uint64_t *clear) {
+  *set = o->rec_set;
+  *clear = o->rec_clear;
+  if (o->has_rec_atime) {
+    *set |= o->rec_atime;
+    *clear |= MOUNT_ATTR__ATIME;
+  }
 }
 
 int mountopts_propagation(const char *name, unsigned long *flags) {

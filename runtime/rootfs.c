@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libmount.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "cgroup_mount.h"
 #include "cleanup.h"
 #include "log.h"
 #include "mountfd.h"
@@ -84,10 +86,49 @@ static char *split_path(const char *path, const char **parent,
   return copy;
 }
 
+/* As the kernel's own limit on symlinks in one path walk. */
+#define MAX_DANGLING_LINKS 40
+
+/* name in dir (whose path in the rootfs is dirpath) is a symlink to a
+ * missing target: the path to create instead, as runc does, is its target,
+ * read relative to dirpath, then rest. Every later step resolves it inside
+ * the rootfs again, so an absolute or "../.." target stays in it. */
+static char *dangling_target(int dir, const char *dirpath, const char *name,
+                             const char *rest, struct coil_error *err) {
+  char link[PATH_MAX];
+  ssize_t n = readlinkat(dir, name, link, sizeof link - 1);
+  if (n < 0) {
+    coil_error_sys(err, errno, "%s/%s in rootfs: readlink", dirpath, name);
+    return NULL;
+  }
+  link[n] = '\0';
+  char *out = NULL;
+  if (asprintf(&out, "%s/%s%s%s", link[0] == '/' ? "" : dirpath, link,
+               *rest ? "/" : "", rest) < 0) {
+    coil_error_sys(err, ENOMEM, "%s", name);
+    return NULL;
+  }
+  return out;
+}
+
+static int too_many_links(const char *path, struct coil_error *err) {
+  return coil_error_set(
+      err, ELOOP, "%s in rootfs: too many levels of symbolic links", path);
+}
+
+static int mkdir_in_root_at(int rootfd, const char *path, int links,
+                            struct coil_error *err);
+
 /* mkdir -p inside the rootfs; returns an O_PATH fd of the directory. Each
  * prefix is resolved from the rootfs again, so a symlink met on the way is
- * followed inside the rootfs and the new directory is made where it leads. */
+ * followed inside the rootfs and the new directory is made where it leads,
+ * even when its target is missing. */
 static int mkdir_in_root(int rootfd, const char *path, struct coil_error *err) {
+  return mkdir_in_root_at(rootfd, path, 0, err);
+}
+
+static int mkdir_in_root_at(int rootfd, const char *path, int links,
+                            struct coil_error *err) {
   int fd = open_in_root(rootfd, path, O_PATH | O_DIRECTORY);
   if (fd >= 0)
     return fd;
@@ -113,9 +154,20 @@ static int mkdir_in_root(int rootfd, const char *path, struct coil_error *err) {
       if (mkdirat(dir, p, 0755) < 0 && errno != EEXIST)
         return coil_error_sys(err, errno, "mkdir %s in rootfs", buf);
       next = open_in_root(rootfd, buf, O_PATH | O_DIRECTORY);
-      if (next < 0 && errno == ENOENT)
-        return coil_error_set(
-            err, ENOENT, "%s in rootfs is a symlink to a missing target", buf);
+      if (next < 0 && errno == ENOENT) {
+        if (++links > MAX_DANGLING_LINKS)
+          return too_many_links(path, err);
+        const char *parent = "";
+        if (p > buf) {
+          p[-1] = '\0';
+          parent = buf;
+        }
+        cleanup_free char *redirect =
+            dangling_target(dir, parent, p, saved ? end + 1 : "", err);
+        if (!redirect)
+          return -1;
+        return mkdir_in_root_at(rootfd, redirect, links, err);
+      }
     }
     if (next < 0)
       return coil_error_sys(err, errno, "resolve %s in rootfs", buf);
@@ -127,10 +179,20 @@ static int mkdir_in_root(int rootfd, const char *path, struct coil_error *err) {
   return steal_fd(dir);
 }
 
+static int open_target_at(int rootfd, const char *path, bool dir, int links,
+                          struct coil_error *err);
+
 /* O_PATH fd of a mount target inside the rootfs, created when missing (with
- * its parents): a directory, or an empty file to bind a non-directory on. */
+ * its parents): a directory, or an empty file to bind a non-directory on. A
+ * symlink to a missing target is followed inside the rootfs and the target
+ * is created, as runc does. */
 static int open_target(int rootfd, const char *path, bool dir,
                        struct coil_error *err) {
+  return open_target_at(rootfd, path, dir, 0, err);
+}
+
+static int open_target_at(int rootfd, const char *path, bool dir, int links,
+                          struct coil_error *err) {
   int fd = open_in_root(rootfd, path, O_PATH);
   if (fd >= 0)
     return fd;
@@ -141,7 +203,7 @@ static int open_target(int rootfd, const char *path, bool dir,
   cleanup_free char *copy = split_path(path, &parent, &leaf);
   if (!copy)
     return coil_error_sys(err, ENOMEM, "%s", path);
-  cleanup_close int pfd = mkdir_in_root(rootfd, parent, err);
+  cleanup_close int pfd = mkdir_in_root_at(rootfd, parent, links, err);
   if (pfd < 0)
     return -1;
   if (dir) {
@@ -155,53 +217,60 @@ static int open_target(int rootfd, const char *path, bool dir,
       close(f);
   }
   fd = open_in_root(rootfd, path, O_PATH);
-  if (fd < 0 && errno == ENOENT)
-    return coil_error_set(
-        err, ENOENT, "%s in rootfs is a symlink to a missing target", path);
+  if (fd < 0 && errno == ENOENT) {
+    if (++links > MAX_DANGLING_LINKS)
+      return too_many_links(path, err);
+    cleanup_free char *redirect =
+        dangling_target(pfd, strcmp(parent, "/") ? parent : "", leaf, "", err);
+    if (!redirect)
+      return -1;
+    return open_target_at(rootfd, redirect, dir, links, err);
+  }
   if (fd < 0)
     return coil_error_sys(err, errno, "resolve %s in rootfs", path);
   return fd;
 }
 
-static int set_propagation(const char *path, unsigned long prop,
-                           struct coil_error *err) {
-  if (prop && mount(NULL, path, NULL, prop, NULL) < 0)
-    return coil_error_sys(err, errno, "set propagation");
-  return 0;
-}
-
-/* A filesystem mounted through the target's fd leaves no fd of the new mount
- * behind: propagation resolves the destination again. Only the propagation
- * of a container mount is at stake there, never a host path. */
-static int propagate_new_mount(int rootfd, const char *dest, unsigned long prop,
+/* The recursive attributes ("rro", "rnoatime", ...) of o on mnt and every
+ * mount below it. */
+static int set_recursive_attrs(int mnt, const struct coil_mount_opts *o,
                                struct coil_error *err) {
-  char buf[FD_PATH_MAX];
-  if (!prop)
-    return 0;
-  cleanup_close int top = open_in_root(rootfd, dest, O_PATH);
-  if (top < 0)
-    return coil_error_sys(err, errno, "resolve %s in rootfs", dest);
-  return set_propagation(fd_path(buf, top), prop, err);
+  uint64_t set, clear;
+  mountopts_recursive_attrs(o, &set, &clear);
+  return mountfd_set_attr(mnt, true, set, clear, err);
 }
 
-/* Attaches tree, a detached copy of a bind's source, onto target. The flags
- * are set on the copy before it is attached, and propagation through the
- * copy's own fd, so a path swapped meanwhile can neither leave the bind
- * writable nor move the flags onto another mount. */
-static int attach_bind(int tree, int target, unsigned long set,
-                       unsigned long clear, unsigned long prop,
+/* Attaches tree, a detached mount (a copy of a bind's source, or a new
+ * filesystem), onto target. Flags and recursive attributes are set on the
+ * detached tree before it is attached, propagation through its own fd
+ * after: a path swapped meanwhile can neither leave the mount writable nor
+ * move the flags onto another mount, and no path is resolved twice. */
+static int attach_tree(int tree, int target, unsigned long set,
+                       const struct coil_mount_opts *o,
                        struct coil_error *err) {
-  if (mountfd_set_flags(tree, set & PER_MOUNT_FLAGS, clear, err) < 0 ||
+  if (mountfd_set_flags(tree, set & PER_MOUNT_FLAGS, o->clear, err) < 0 ||
+      set_recursive_attrs(tree, o, err) < 0 ||
       mountfd_attach(tree, target, err) < 0)
     return -1;
-  return mountfd_set_propagation(tree, prop, err);
+  return mountfd_set_propagation(tree, o->propagation, err);
 }
 
+/* idmapped: the runtime's id-mapped copy of the source, or -1. */
 static int mount_bind(int rootfd, const struct coil_mount *m,
-                      const struct coil_mount_opts *o, struct coil_error *err) {
+                      const struct coil_mount_opts *o, int idmapped,
+                      struct coil_error *err) {
   struct stat st;
   if (!m->source)
     return coil_error_set(err, EINVAL, "bind mount without a source");
+  if (idmapped >= 0) {
+    if (fstat(idmapped, &st) < 0)
+      return coil_error_sys(err, errno, "source %s", m->source);
+    cleanup_close int target =
+        open_target(rootfd, m->destination, S_ISDIR(st.st_mode), err);
+    if (target < 0 || attach_tree(idmapped, target, o->flags, o, err) < 0)
+      return coil_error_prefix(err, "id-mapped bind %s", m->source);
+    return 0;
+  }
   cleanup_close int src = open(m->source, O_PATH | O_CLOEXEC);
   if (src < 0 || fstat(src, &st) < 0)
     return coil_error_sys(err, errno, "source %s", m->source);
@@ -215,8 +284,7 @@ static int mount_bind(int rootfd, const struct coil_mount *m,
                              "bind %s (in a user namespace, a source with "
                              "mounts beneath it needs \"rbind\")",
                              m->source);
-  if (tree < 0 ||
-      attach_bind(tree, target, o->flags, o->clear, o->propagation, err) < 0)
+  if (tree < 0 || attach_tree(tree, target, o->flags, o, err) < 0)
     return coil_error_prefix(err, "bind %s", m->source);
   return 0;
 }
@@ -230,8 +298,7 @@ static int bind_host_sysfs(const struct coil_mount *m,
   if (sys < 0)
     return coil_error_sys(err, errno, "open /sys");
   cleanup_close int tree = mountfd_clone(sys, true, err);
-  if (tree < 0 || attach_bind(tree, target, o->flags | MS_RDONLY, o->clear,
-                              o->propagation, err) < 0)
+  if (tree < 0 || attach_tree(tree, target, o->flags | MS_RDONLY, o, err) < 0)
     return coil_error_prefix(err, "bind /sys");
   log_warn("%s: mounting sysfs is not permitted (no network namespace of "
            "the container's user namespace); bound the host's /sys "
@@ -260,14 +327,19 @@ static int tmpfs_data(int rootfd, const char *dest, const char *data,
 }
 
 static int mount_fs(int rootfd, const struct coil_mount *m,
-                    const struct coil_mount_opts *o, struct coil_error *err) {
+                    const struct coil_mount_opts *o,
+                    const struct coil_rootfs_opts *ro, struct coil_error *err) {
   char buf[FD_PATH_MAX];
   const char *type = m->type;
-  /* coil mounts the unified hierarchy for "cgroup": on a hybrid host (v1
-   * controllers) the container sees cgroup2 without those controllers,
-   * never the host's v1 hierarchies. */
-  if (strcmp(type, "cgroup") == 0)
-    type = "cgroup2";
+  /* Never a new cgroup filesystem: outside a cgroup namespace it would show
+   * the host's whole tree, in a user namespace without one it is refused. */
+  if (strcmp(type, "cgroup") == 0 || strcmp(type, "cgroup2") == 0) {
+    cleanup_close int target = open_target(rootfd, m->destination, true, err);
+    if (target < 0)
+      return -1;
+    return cgroup_mount(target, strcmp(type, "cgroup2") == 0, o,
+                        ro->cgroup_dirs, ro->n_cgroup_dirs, err);
+  }
   const char *source = m->source ? m->source : type;
   cleanup_free char *tmpfs_opts = NULL;
   if (strcmp(type, "tmpfs") == 0 &&
@@ -277,26 +349,43 @@ static int mount_fs(int rootfd, const struct coil_mount *m,
   cleanup_close int target = open_target(rootfd, m->destination, true, err);
   if (target < 0)
     return -1;
-  if (mount(source, fd_path(buf, target), type, o->flags,
-            tmpfs_opts ? tmpfs_opts : o->data) < 0) {
-    if (errno == EPERM && strcmp(type, "sysfs") == 0)
-      return bind_host_sysfs(m, o, target, err);
-    return coil_error_sys(err, errno, "mount %s", type);
+  const char *data = tmpfs_opts ? tmpfs_opts : o->data;
+  /* A remount changes the mount already there: no new mount to attach. */
+  if (o->flags & MS_REMOUNT) {
+    if (mount(source, fd_path(buf, target), type, o->flags, data) < 0)
+      return coil_error_sys(err, errno, "remount %s", type);
+    return 0;
   }
-  return propagate_new_mount(rootfd, m->destination, o->propagation, err);
+  cleanup_close int mnt = mountfd_new_fs(type, source, o->flags, data, err);
+  if (mnt < 0) {
+    if (err->err == EPERM && strcmp(type, "sysfs") == 0)
+      return bind_host_sysfs(m, o, target, err);
+    return -1;
+  }
+  return attach_tree(mnt, target, o->flags, o, err);
 }
 
-static int apply_mount(int rootfd, const struct coil_mount *m,
+static int apply_mount(int rootfd, const struct coil_mount *m, size_t i,
                        const struct coil_mount_opts *o,
+                       const struct coil_rootfs_opts *ro,
                        struct coil_error *err) {
-  if (o->bind || (m->type && strcmp(m->type, "bind") == 0))
-    return mount_bind(rootfd, m, o, err);
+  bool idmap = o->idmap || m->n_uid_mappings || m->n_gid_mappings;
+  int idmapped = ro->idmap_trees ? ro->idmap_trees[i] : -1;
+  bool bind = o->bind || (m->type && strcmp(m->type, "bind") == 0);
+  if (idmap && !bind)
+    return coil_error_set(err, EINVAL, "id mappings apply to bind mounts only");
+  if (idmap && idmapped < 0)
+    return coil_error_set(err, EINVAL,
+                          "id-mapped mount not prepared by the runtime");
+  if (bind)
+    return mount_bind(rootfd, m, o, idmapped, err);
   if (!m->type)
     return coil_error_set(err, EINVAL, "no type and no bind option");
-  return mount_fs(rootfd, m, o, err);
+  return mount_fs(rootfd, m, o, ro, err);
 }
 
 static int apply_mounts(int rootfd, const struct coil_config *cfg,
+                        const struct coil_rootfs_opts *ro,
                         struct coil_error *err) {
   for (size_t i = 0; i < cfg->n_mounts; i++) {
     const struct coil_mount *m = &cfg->mounts[i];
@@ -305,7 +394,7 @@ static int apply_mounts(int rootfd, const struct coil_config *cfg,
     snprintf(field, sizeof field, "mounts[%zu]", i);
     if (mountopts_parse(&m->options, field, &o, err) < 0)
       return -1;
-    if (apply_mount(rootfd, m, &o, err) < 0)
+    if (apply_mount(rootfd, m, i, &o, ro, err) < 0)
       return coil_error_prefix(err, "%s (%s)", field, m->destination);
   }
   return 0;
@@ -567,7 +656,7 @@ int rootfs_prepare(const struct coil_config *cfg,
   if (rootfd < 0)
     return coil_error_sys(err, errno, "root.path %s", o->rootfs);
 
-  if (apply_mounts(rootfd, cfg, err) < 0 ||
+  if (apply_mounts(rootfd, cfg, o, err) < 0 ||
       create_devices(rootfd, cfg, o->userns, err) < 0)
     return -1;
   if (create_dev_links(rootfd, err) < 0)
@@ -656,7 +745,8 @@ static int readonly_path(int rootfd, const char *path, struct coil_error *err) {
   cleanup_close int tree = mountfd_clone(target, true, err);
   if (tree < 0)
     return -1;
-  return attach_bind(tree, target, MS_RDONLY, 0, 0, err);
+  static const struct coil_mount_opts none;
+  return attach_tree(tree, target, MS_RDONLY, &none, err);
 }
 
 int rootfs_finalize(const struct coil_config *cfg, struct coil_error *err) {

@@ -8,9 +8,18 @@
 #include "config.h"
 #include "error.h"
 
+#define ROOTFS_CGROUP_DIRS 16
+
 struct coil_rootfs_opts {
   const char *rootfs; /* absolute host path of root.path */
   bool userns;        /* in a new user namespace: bind devices, never mknod */
+  /* The container's own cgroup directories (host paths, one per
+   * hierarchy): all a "cgroup" mount shows. */
+  const char *cgroup_dirs[ROOTFS_CGROUP_DIRS];
+  size_t n_cgroup_dirs;
+  /* Per mount, the runtime's detached id-mapped copy of its source or -1
+   * (idmap_mount.h); NULL when no mount is id-mapped. */
+  const int *idmap_trees;
 };
 
 /* Before pivot_root: makes / private (or rootfsPropagation), bind-mounts the

@@ -101,6 +101,57 @@ static void test_bind(void) {
   PARSE(&o, &err, "rbind", "private");
   ok(o.bind && o.recursive && o.propagation == MS_PRIVATE,
      "rbind,private: the bind is recursive, the propagation is not");
+  /* As runc: flags accumulate, so rbind wins over bind in either order. */
+  PARSE(&o, &err, "rbind", "bind");
+  ok(o.bind && o.recursive, "rbind,bind is recursive");
+  PARSE(&o, &err, "bind", "rbind");
+  ok(o.bind && o.recursive, "bind,rbind is recursive");
+}
+
+static void test_recursive(void) {
+  struct coil_mount_opts o;
+  struct coil_error err = {0};
+  int rc = PARSE(&o, &err, "rbind", "rro", "rnosuid", "rnodev", "rnoexec",
+                 "rnosymfollow", "rnodiratime");
+  ok(rc == 0 &&
+         o.rec_set == (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+                       MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC |
+                       MOUNT_ATTR_NOSYMFOLLOW | MOUNT_ATTR_NODIRATIME) &&
+         o.rec_clear == 0 && !o.has_rec_atime && !o.data && o.flags == MS_BIND,
+     "r-options set recursive attributes, not flags or data");
+  rc = PARSE(&o, &err, "rro", "rrw", "rsuid", "rdev", "rexec", "rsymfollow",
+             "rdiratime");
+  ok(rc == 0 && o.rec_set == 0 &&
+         o.rec_clear == (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+                         MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC |
+                         MOUNT_ATTR_NOSYMFOLLOW | MOUNT_ATTR_NODIRATIME),
+     "their negations clear them; the last one wins");
+  static const struct {
+    const char *name;
+    uint64_t mode;
+  } atimes[] = {{"rnoatime", MOUNT_ATTR_NOATIME},
+                {"rstrictatime", MOUNT_ATTR_STRICTATIME},
+                {"rrelatime", MOUNT_ATTR_RELATIME},
+                {"ratime", MOUNT_ATTR_RELATIME},
+                {"rnorelatime", MOUNT_ATTR_RELATIME},
+                {"rnostrictatime", MOUNT_ATTR_RELATIME}};
+  for (size_t i = 0; i < sizeof atimes / sizeof atimes[0]; i++) {
+    rc = PARSE(&o, &err, "rnoatime", atimes[i].name);
+    ok(rc == 0 && o.has_rec_atime && o.rec_atime == atimes[i].mode,
+       "%s picks atime mode %#llx", atimes[i].name,
+       (unsigned long long)atimes[i].mode);
+  }
+  uint64_t set, clear;
+  PARSE(&o, &err, "rro", "rstrictatime");
+  mountopts_recursive_attrs(&o, &set, &clear);
+  ok(set == (MOUNT_ATTR_RDONLY | MOUNT_ATTR_STRICTATIME) &&
+         clear == MOUNT_ATTR__ATIME,
+     "an atime mode clears the old one: set %#llx clear %#llx",
+     (unsigned long long)set, (unsigned long long)clear);
+  rc = PARSE(&o, &err, "rbind", "idmap");
+  ok(rc == 0 && o.idmap && !o.idmap_recursive && !o.data, "idmap");
+  rc = PARSE(&o, &err, "rbind", "ridmap");
+  ok(rc == 0 && o.idmap && o.idmap_recursive, "ridmap is recursive");
 }
 
 static void test_propagation(void) {
@@ -161,8 +212,8 @@ static void test_data(void) {
 }
 
 static void test_unsupported(void) {
-  static const char *const names[] = {
-      "idmap", "ridmap", "rro", "rnosuid", "tmpcopyup", "idmap=uids=0-1000-10"};
+  static const char *const names[] = {"tmpcopyup", "copy-symlink",
+                                      "src-nofollow", "dest-nofollow"};
   struct coil_mount_opts o;
   struct coil_error err = {0};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -177,7 +228,7 @@ static void test_unsupported(void) {
       mountopts_free(&o);
   }
   /* A failure leaves *out alone and leaks the data so far (ASan checks). */
-  char *bad[] = {"mode=1", "size=2", "ro", "idmap"};
+  char *bad[] = {"mode=1", "size=2", "ro", "tmpcopyup"};
   struct coil_strv v = {bad, 4};
   o.flags = 42;
   o.data = NULL;
@@ -185,13 +236,14 @@ static void test_unsupported(void) {
          o.data == NULL,
      "no partial result on error");
   is_str(err.msg,
-         "mounts[7].options[3] (idmap): id-mapped mounts are not supported",
+         "mounts[7].options[3] (tmpcopyup): tmpfs copy-up is not supported",
          "the message names the field, the option and why");
 }
 
 int main(void) {
   test_flags();
   test_bind();
+  test_recursive();
   test_propagation();
   test_data();
   test_unsupported();
