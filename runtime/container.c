@@ -744,13 +744,20 @@ int container_start(const char *root, const char *id, struct coil_error *err) {
   return 0;
 }
 
+/* Ends in runc's words "container not running": containerd's shim and
+ * other runc clients match that text to tell "already exited" from a
+ * failed kill. */
+static int not_running(const char *id, struct coil_error *err) {
+  return coil_error_set(err, ESRCH, "container \"%s\": container not running",
+                        id);
+}
+
 /* Signals pid only if it is still the process recorded at create. */
 static int signal_init(const struct coil_state *st, int sig,
                        struct coil_error *err) {
   cleanup_close int pidfd = (int)syscall(SYS_pidfd_open, st->pid, 0);
   if ((pidfd < 0 && errno == ESRCH) || !init_is_ours(st))
-    return coil_error_set(err, ESRCH, "container \"%s\" is not running",
-                          st->id);
+    return not_running(st->id, err);
   /* Without a pidfd (out of fds), the start time just read is what tells
    * the recorded init from a process that reused its pid. */
   long r = pidfd >= 0 ? syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0)
@@ -779,11 +786,16 @@ int container_kill(const char *root, const char *id, int sig, bool all,
   if (open_state(root, id, true, &d, &st, err) < 0)
     return -1;
   enum coil_status s = status_of(&d, st, true);
-  if (s == COIL_STATUS_STOPPED)
-    return coil_error_set(err, ESRCH, "container \"%s\" is not running", id);
+  /* As runc, kill --all of a stopped container signals whatever is left in
+   * its cgroup (often nothing) and succeeds: containerd's shim kills "all"
+   * of a task whose init has exited before deleting it. */
+  if (s == COIL_STATUS_STOPPED && !all)
+    return not_running(id, err);
   cleanup_cgroup struct coil_cgroup *cg = NULL;
   if (st->cgroup && cgroup_deserialize(st->cgroup, &cg, err) < 0)
     return -1;
+  if (s == COIL_STATUS_STOPPED)
+    return cg ? signal_all(cg, sig, err) : 0;
   if ((all && cg ? signal_all(cg, sig, err) : signal_init(st, sig, err)) < 0)
     return -1;
   /* A frozen task takes its SIGKILL only once thawed (v1): as runc, thaw
