@@ -69,16 +69,17 @@ def _image_tar(dest):
     return dest
 
 
-def _oci_archive(dest):
-    """An OCI image layout tar of the busybox rootfs, for `ctr image import`."""
+def _oci_archive(dest, tree=None, ref=IMAGE, cmd=("sh",)):
+    """An OCI image layout tar for `ctr image import`: one layer holding
+    `tree` (the busybox rootfs by default), named `ref`, running `cmd`."""
     layer = io.BytesIO()
     with tarfile.open(fileobj=layer, mode="w") as t:
-        t.add(harness.rootfs(), arcname=".")
+        t.add(tree or harness.rootfs(), arcname=".")
     layer = layer.getvalue()
     ldigest = hashlib.sha256(layer).hexdigest()
     config = json.dumps({
         "architecture": "amd64", "os": "linux",
-        "config": {"Env": ["PATH=/bin:/sbin:/usr/bin"], "Cmd": ["sh"]},
+        "config": {"Env": ["PATH=/bin:/sbin:/usr/bin"], "Cmd": list(cmd)},
         "rootfs": {"type": "layers", "diff_ids": ["sha256:" + ldigest]},
     }).encode()
     cdigest = hashlib.sha256(config).hexdigest()
@@ -95,7 +96,7 @@ def _oci_archive(dest):
         "schemaVersion": 2,
         "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json",
                        "digest": "sha256:" + mdigest, "size": len(manifest),
-                       "annotations": {"org.opencontainers.image.ref.name": IMAGE}}],
+                       "annotations": {"org.opencontainers.image.ref.name": ref}}],
     }).encode()
     with tarfile.open(dest, "w") as t:
         for name, data in (("oci-layout", b'{"imageLayoutVersion":"1.0.0"}'),
