@@ -109,6 +109,7 @@ class Cri:
         self.pods = []
         self.channel = None
         self.proc = None
+        self.log = None
         harness.on_cleanup(self.cleanup)
         cfg = self.dir + "/config.toml"
         cri = 'plugins."io.containerd.grpc.v1.cri"'
@@ -278,7 +279,8 @@ state = "{d}/state"
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self.log.close()
+        if self.log:
+            self.log.close()
         # What a failed test left: its containers, their shims (found by our
         # private socket), their mounts and cgroups.
         if os.path.isdir(self.coil_root):
@@ -337,6 +339,8 @@ def test_cri_pod_lifecycle_under_coil():
     pause_pid = listed[pod]["pid"]
     assert os.readlink("/proc/%d/exe" % pause_pid) == "/pause"
     assert os.readlink("/proc/%d/ns/net" % pause_pid) == harness.host_ns("net")
+    with open("/proc/%d/cgroup" % pause_pid) as f:
+        assert ":memory:%s/%s\n" % (c.parent, pod) in f.read()
 
     res = pb.LinuxContainerResources(cpu_period=100000, cpu_quota=50000,
                                      cpu_shares=512,
