@@ -628,6 +628,29 @@ def test_seccomp_bad_action_rejected():
     assert os.listdir(root) == []
 
 
+def test_seccomp_compile_deadline():
+    # Two rules for one syscall, each comparing two arguments, the later
+    # argument's values differing in the high 32 bits: libseccomp 2.5.4
+    # never finishes merging them. coil gives up after its deadline with a
+    # one-line error and leaves nothing behind (the runner checks for
+    # leftover cgroups, mounts and processes).
+    rules = [{"names": ["mmap"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1,
+              "args": [{"index": 3, "value": 1, "op": "SCMP_CMP_LE"},
+                       {"index": 5, "value": v, "op": "SCMP_CMP_EQ"}]}
+             for v in (1, 1 << 33)]
+    root = new_root()
+    b = new_bundle(["true"], linux=_seccomp(rules))
+    for argv in (["run", "--bundle", b, new_id()],
+                 ["create", "--bundle", b, new_id()]):
+        r = coil(*argv, root=root, timeout=120)
+        assert r.returncode == (125 if argv[0] == "run" else 1), describe(r)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1, describe(r)
+        assert "linux.seccomp: compiling the filter took longer than" \
+            in lines[0], describe(r)
+        assert os.listdir(root) == [], describe(r)
+
+
 def test_default_devices():
     r = check(sh("ls -l /dev/null /dev/zero /dev/full /dev/random "
                  "/dev/urandom /dev/tty; echo x > /dev/null && echo null-ok; "
