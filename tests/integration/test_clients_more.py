@@ -258,6 +258,24 @@ def test_podman_host_namespaces():
     assert r.stdout.split() == host, harness.describe(r)
 
 
+def test_podman_network_namespace_by_path():
+    # Podman's networks (the default one too) are namespaces it makes and
+    # the config joins by path, with podman's default sysctl
+    # net.ipv4.ping_group_range set in it.
+    holder = subprocess.Popen(["unshare", "--net", "sleep", "1000"])
+    harness.on_cleanup(lambda: (holder.kill(), holder.wait()))
+    net = "/proc/%d/ns/net" % holder.pid
+    _poll(lambda: os.readlink(net) != os.readlink("/proc/self/ns/net"),
+          "unshare to make a network namespace")
+    p = Podman()
+    args = [a for a in p.run_args()[1:] if a not in ("--network", "none")]
+    r = _check(p("run", "--rm", *args, "--network", "ns:" + net,
+                 "--sysctl", "net.ipv4.ip_forward=1", IMAGE, "sh", "-c",
+                 "readlink /proc/self/ns/net;"
+                 " cat /proc/sys/net/ipv4/ip_forward"))
+    assert r.stdout.split() == [os.readlink(net), "1"], harness.describe(r)
+
+
 def test_podman_cp_commit_and_diff():
     # commit pauses the container (the runtime's pause and resume) while it
     # copies the changes.

@@ -3,10 +3,12 @@ seccomp."""
 
 import os
 import re
+import subprocess
+import time
 
 from harness import (DEFAULT_CAPS, HOST_UID, NAMESPACES, base_config,
                      cap_mask, check, coil, describe, host_ns, new_bundle,
-                     new_id, new_root, run, sh, state, tmpdir,
+                     new_id, new_root, on_cleanup, run, sh, state, tmpdir,
                      wait_status)
 
 NS_FILES = {"pid": "pid", "network": "net", "ipc": "ipc", "uts": "uts",
@@ -500,6 +502,35 @@ def test_sysctl_namespaced():
     assert lines[1].split() == ["0", "10"], describe(r)
     with open("/proc/sys/net/ipv4/ip_forward") as f:
         assert f.read() == host_before
+
+
+def test_sysctl_in_joined_namespaces_of_the_containers_own():
+    # What podman does for its networks and pods: it makes the network (and
+    # ipc) namespace, the config joins it by path and sets sysctls in it.
+    # Only the host's own namespaces are refused
+    # (test_state_security.py::test_sysctl_needs_a_namespace_coil_made).
+    holder = subprocess.Popen(["unshare", "--net", "--ipc", "sleep", "1000"])
+    on_cleanup(lambda: (holder.kill(), holder.wait()))
+    net, ipc = ("/proc/%d/ns/%s" % (holder.pid, n) for n in ("net", "ipc"))
+    deadline = time.time() + 60
+    while os.readlink(net) == os.readlink("/proc/self/ns/net"):
+        assert time.time() < deadline, "unshare did not make a namespace"
+        time.sleep(0.05)
+    with open("/proc/sys/kernel/shmmni") as f:
+        host_shmmni = f.read()
+    namespaces = [{"type": t} for t in ("pid", "mount", "uts")] + [
+        {"type": "network", "path": net}, {"type": "ipc", "path": ipc}]
+    r = check(sh("readlink /proc/self/ns/net; cat /proc/sys/kernel/shmmni "
+                 "/proc/sys/net/ipv4/ping_group_range",
+                 linux={"namespaces": namespaces, "uidMappings": [],
+                        "gidMappings": [],
+                        "sysctl": {"kernel.shmmni": "1234",
+                                   "net.ipv4.ping_group_range": "0 10"}}))
+    lines = r.stdout.splitlines()
+    assert lines[0] == os.readlink(net), describe(r)
+    assert lines[1] == "1234" and lines[2].split() == ["0", "10"], describe(r)
+    with open("/proc/sys/kernel/shmmni") as f:
+        assert f.read() == host_shmmni
 
 
 def test_sysctl_unnamespaced_rejected():
