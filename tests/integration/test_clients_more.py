@@ -276,6 +276,44 @@ def test_podman_network_namespace_by_path():
     assert r.stdout.split() == [os.readlink(net), "1"], harness.describe(r)
 
 
+def test_podman_pod_shares_namespaces():
+    # The members join the infra container's namespaces by path. Root here
+    # cannot raise hard rlimits, and the infra container takes podman's
+    # default ulimits (nofile 1048576) unless containers.conf says otherwise.
+    p = Podman()
+    harness.on_cleanup(lambda: p("pod", "rm", "-f", "-a", "-t", "0"))
+    conf = os.path.join(p.dir, "containers.conf")
+    with open(conf, "w") as f:
+        f.write('[containers]\ndefault_ulimits = ["nofile=1024:1024",'
+                ' "nproc=1024:1024"]\n')
+    old = os.environ.get("CONTAINERS_CONF")
+    os.environ["CONTAINERS_CONF"] = conf
+    harness.on_cleanup(lambda: os.environ.pop("CONTAINERS_CONF") if old is None
+                       else os.environ.update(CONTAINERS_CONF=old))
+    _check(p("import", "--change", 'CMD ["sleep", "100000"]',
+             os.path.join(p.dir, "bb.tar"), "localhost/coil-pause"))
+    _check(p("pod", "create", "--name", "coil-pod", "--network", "none",
+             "--cgroup-parent", p.parent, "--share", "net,ipc,uts,pid",
+             "--infra-image", "localhost/coil-pause"))
+    _check(p("pod", "start", "coil-pod"))
+    member = _check(p("run", "-d", "--pod", "coil-pod", IMAGE, "sleep",
+                      "1000")).stdout.strip()
+    r = _check(p("run", "--rm", "--pod", "coil-pod", IMAGE, "sh", "-c",
+                 "hostname; ps -o args"))
+    lines = r.stdout.splitlines()
+    assert lines[0] == "coil-pod", harness.describe(r)
+    assert "sleep 100000" in lines and "sleep 1000" in lines, \
+        harness.describe(r)
+    _check(p("pod", "pause", "coil-pod"))
+    assert _inspect(p, member, "{{.State.Status}}") == "paused"
+    _check(p("pod", "unpause", "coil-pod"))
+    _check(p("pod", "stop", "-t", "1", "coil-pod"))
+    assert _inspect(p, member, "{{.State.Status}}") == "exited"
+    _check(p("pod", "start", "coil-pod"))
+    assert _inspect(p, member, "{{.State.Status}}") == "running"
+    _check(p("pod", "rm", "-f", "-t", "1", "coil-pod"))
+
+
 def test_podman_cp_commit_and_diff():
     # commit pauses the container (the runtime's pause and resume) while it
     # copies the changes.
