@@ -487,3 +487,18 @@ def test_ctr_foreground_run_forwards_sigterm():
     fg = _ctr_foreground(c, cid, d, "trap 'exit 9' TERM")
     fg.send_signal(signal.SIGTERM)
     assert fg.wait(timeout=120) == 9
+
+
+def test_ctr_task_started_again_after_removal():
+    # The container outlives its task: `task start` makes a new one.
+    c = Containerd()
+    cid = harness.new_id("ctr")
+    _check(_ctr_run(c, "-d", IMAGE, cid, "sleep", "1000"))
+    pid1, _ = _task_line(c, cid)
+    _check(c.ctr("task", "kill", "-s", "SIGKILL", cid))
+    _poll(lambda: _task_line(c, cid)[1] == "STOPPED", "the task to stop")
+    _check(c.ctr("task", "rm", cid))
+    _check(c.ctr("task", "start", "-d", cid))
+    pid2, status = _task_line(c, cid)
+    assert status == "RUNNING" and pid2 != pid1, (pid1, pid2, status)
+    _ctr_remove(c, cid)
