@@ -457,6 +457,22 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
   return 0;
 }
 
+/* Init runs setup inside its cgroup, so a memory limit below what setup
+ * needs gets it OOM-killed before the program runs (the parent then sees
+ * the socket end or reset); the cgroup is new, so any OOM kill it recorded
+ * is init's, and the cause of whatever failed. */
+static void oom_during_setup(const struct coil_resources *res,
+                             struct coil_error *err) {
+  if (res && res->has_memory_limit && res->memory_limit >= 0)
+    coil_error_set(err, ENOMEM,
+                   "linux.resources.memory.limit: %lld bytes is too low: the "
+                   "OOM killer killed container init during setup",
+                   (long long)res->memory_limit);
+  else
+    coil_error_set(err, ENOMEM,
+                   "the OOM killer killed container init during setup");
+}
+
 static void create_rollback(struct create_ctx *x) {
   struct coil_error ignored;
   if (x->pid > 0) {
@@ -583,6 +599,8 @@ static int container_create_parsed(const struct coil_create_opts *o,
     r = coil_error_sys(err, errno, "pipe");
   if (r == 0)
     r = spawn_init(&x, &caps, &rl, sp, err);
+  if (r < 0 && x.cg && cgroup_oom_killed(x.cg))
+    oom_during_setup(res, err);
   if (x.relay[1] >= 0)
     close(x.relay[1]);
   if (r == 0) {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -106,6 +107,25 @@ static const char *self_ns_name(int flag) {
   default:
     return NULL;
   }
+}
+
+int namespaces_joins_runtimes(const struct coil_linux *l, int clone_flag,
+                              bool *same, struct coil_error *err) {
+  *same = false;
+  const struct coil_namespace *ns = find_ns(l, clone_flag);
+  const char *self = self_ns_name(clone_flag);
+  if (!ns || !ns->path || !self)
+    return 0;
+  char cur[64];
+  snprintf(cur, sizeof cur, "/proc/self/ns/%s", self);
+  struct stat joined, own;
+  if (stat(ns->path, &joined) < 0)
+    return coil_error_sys(err, errno, "linux.namespaces: %s namespace %s",
+                          ns->type, ns->path);
+  if (stat(cur, &own) < 0)
+    return coil_error_sys(err, errno, "stat %s", cur);
+  *same = joined.st_dev == own.st_dev && joined.st_ino == own.st_ino;
+  return 0;
 }
 
 int namespaces_parent_enter(const struct coil_linux *l, struct ns_saved *saved,

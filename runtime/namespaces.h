@@ -16,6 +16,12 @@ int namespaces_clone_flags(const struct coil_linux *l);
 bool namespaces_wants_new(const struct coil_linux *l, int clone_flag);
 bool namespaces_has(const struct coil_linux *l, int clone_flag);
 
+/* Whether the namespace of this type that l joins by path is the one coil
+ * itself runs in (the host's, as a rule); false when l joins none. An
+ * unreadable path is an error naming it. */
+int namespaces_joins_runtimes(const struct coil_linux *l, int clone_flag,
+                              bool *same, struct coil_error *err);
+
 /* Checks every path can be opened and is a namespace of its type, and that
  * a new user namespace has mappings. */
 int namespaces_validate(const struct coil_linux *l, struct coil_error *err);

@@ -2,18 +2,37 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <poll.h>
 #include <seccomp.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cleanup.h"
+#include "deadline.h"
 #include "log.h"
 
+/* The compiled program and the seccomp(2) flags libseccomp would load it
+ * with: the parent never holds a libseccomp filter. */
 struct coil_seccomp_profile {
-  scmp_filter_ctx ctx;
+  struct sock_filter *insns;
+  unsigned short n_insns;
+  unsigned int flags;
 };
+
+/* How long libseccomp may take to turn linux.seccomp into BPF. Docker's
+ * default profile takes milliseconds; some rule sets make libseccomp 2.5
+ * loop for ever, and only a separate process can be stopped midway. */
+#define COMPILE_DEADLINE_S 5
 
 /* errnoRet travels in SECCOMP_RET_DATA, which is 16 bits wide. */
 #define RET_DATA_MAX 0xffffu
@@ -36,13 +55,18 @@ static const struct action_name actions[] = {
     {"SCMP_ACT_LOG", SCMP_ACT_LOG, false},
 };
 
+/* Each flag is both a libseccomp attribute (which checks that the kernel
+ * has it) and the seccomp(2) flag seccomp_load would pass for it. */
 static const struct {
   const char *name;
   enum scmp_filter_attr attr;
+  unsigned int flag;
 } filter_flags[] = {
-    {"SECCOMP_FILTER_FLAG_TSYNC", SCMP_FLTATR_CTL_TSYNC},
-    {"SECCOMP_FILTER_FLAG_LOG", SCMP_FLTATR_CTL_LOG},
-    {"SECCOMP_FILTER_FLAG_SPEC_ALLOW", SCMP_FLTATR_CTL_SSB},
+    {"SECCOMP_FILTER_FLAG_TSYNC", SCMP_FLTATR_CTL_TSYNC,
+     SECCOMP_FILTER_FLAG_TSYNC},
+    {"SECCOMP_FILTER_FLAG_LOG", SCMP_FLTATR_CTL_LOG, SECCOMP_FILTER_FLAG_LOG},
+    {"SECCOMP_FILTER_FLAG_SPEC_ALLOW", SCMP_FLTATR_CTL_SSB,
+     SECCOMP_FILTER_FLAG_SPEC_ALLOW},
 };
 
 static const struct {
@@ -247,10 +271,10 @@ static int add_syscalls(scmp_filter_ctx ctx,
   return 0;
 }
 
-int seccomp_profile_build(const struct coil_seccomp *cfg,
-                          struct coil_seccomp_profile **out,
-                          struct coil_error *err) {
-  *out = NULL;
+/* The filter as libseccomp holds it: everything checked, nothing
+ * generated yet. */
+static int build_ctx(const struct coil_seccomp *cfg, scmp_filter_ctx *out,
+                     struct coil_error *err) {
   uint32_t default_action;
   if (resolve_action(cfg->default_action, cfg->has_default_errno_ret,
                      cfg->default_errno_ret, "linux.seccomp.defaultAction",
@@ -263,12 +287,8 @@ int seccomp_profile_build(const struct coil_seccomp *cfg,
                           "create a filter with %s",
                           cfg->default_action);
 
-  /* coil sets no_new_privs itself when process.noNewPrivileges asks;
-   * SYSRAWRC makes seccomp_load report the kernel's errno instead of
-   * ECANCELED. */
+  /* coil sets no_new_privs itself when process.noNewPrivileges asks. */
   int rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
-  if (rc == 0)
-    rc = seccomp_attr_set(ctx, SCMP_FLTATR_API_SYSRAWRC, 1);
   if (rc < 0)
     return coil_error_sys(err, -rc, "linux.seccomp: setting filter attributes");
 
@@ -281,40 +301,183 @@ int seccomp_profile_build(const struct coil_seccomp *cfg,
   for (size_t i = 0; i < cfg->n_syscalls; i++)
     if (add_syscalls(ctx, &cfg->syscalls[i], i, default_action, err) < 0)
       return -1;
+  *out = steal_ptr(ctx);
+  return 0;
+}
 
-  struct coil_seccomp_profile *p = calloc(1, sizeof *p);
+int seccomp_profile_export_unbounded(const struct coil_seccomp *cfg, int fd,
+                                     struct coil_error *err) {
+  cleanup_seccomp_ctx scmp_filter_ctx ctx = NULL;
+  if (build_ctx(cfg, &ctx, err) < 0)
+    return -1;
+  int rc = seccomp_export_bpf(ctx, fd);
+  if (rc < 0)
+    return coil_error_sys(err, -rc, "linux.seccomp: exporting the filter");
+  return 0;
+}
+
+/* The compiling child: the program on fd and exit 0, or the error's
+ * message on fd and its errno as the exit status. */
+static _Noreturn void compile_child(const struct coil_seccomp *cfg, int fd,
+                                    pid_t parent) {
+  /* Nobody would stop a looping libseccomp once coil is gone. */
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+    _exit(EPIPE);
+  struct coil_error err = {0};
+  if (seccomp_profile_export_unbounded(cfg, fd, &err) == 0)
+    _exit(0);
+  size_t len = strlen(err.msg);
+  ssize_t w = write(fd, err.msg, len);
+  (void)w;
+  _exit(err.err > 0 && err.err < 126 ? err.err : EINVAL);
+}
+
+/* A BPF program has at most BPF_MAXINSNS instructions; more than this is
+ * no program the kernel takes, nor an error message. */
+#define CHILD_OUTPUT_MAX (2 * BPF_MAXINSNS * sizeof(struct sock_filter))
+
+/* Reads the child's output until EOF; 0 at EOF, 1 when the deadline
+ * passed, -1 on an error. */
+static int read_until(int fd, long long deadline, char *buf, size_t *len,
+                      struct coil_error *err) {
+  for (;;) {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int n = poll(&p, 1, deadline_slice_ms(deadline, deadline_now_ms(), -1));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return coil_error_sys(err, errno, "linux.seccomp: poll");
+    if (n == 0)
+      return 1;
+    if (*len == CHILD_OUTPUT_MAX)
+      return coil_error_set(err, E2BIG,
+                            "linux.seccomp: the compiled filter is larger than "
+                            "the kernel takes (%d instructions)",
+                            BPF_MAXINSNS);
+    ssize_t r = read(fd, buf + *len, CHILD_OUTPUT_MAX - *len);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      return coil_error_sys(err, errno, "linux.seccomp: reading the filter");
+    if (r == 0)
+      return 0;
+    *len += (size_t)r;
+  }
+}
+
+static int take_program(struct coil_seccomp_profile *p, char *buf, size_t len,
+                        struct coil_error *err) {
+  size_t n = len / sizeof(struct sock_filter);
+  if (len % sizeof(struct sock_filter) != 0 || n == 0)
+    return coil_error_set(err, EPROTO,
+                          "linux.seccomp: libseccomp returned %zu bytes, not "
+                          "a BPF program",
+                          len);
+  if (n > BPF_MAXINSNS)
+    return coil_error_set(err, E2BIG,
+                          "linux.seccomp: the compiled filter has %zu "
+                          "instructions, the kernel takes at most %d",
+                          n, BPF_MAXINSNS);
+  p->insns = (struct sock_filter *)buf;
+  p->n_insns = (unsigned short)n;
+  return 0;
+}
+
+/* What the child's end says went wrong: its message, else its status. */
+static int child_failed(int status, const char *out, size_t len,
+                        struct coil_error *err) {
+  if (WIFEXITED(status) && len > 0 && memchr(out, 0, len) == NULL)
+    return coil_error_set(err, WEXITSTATUS(status), "%.*s", (int)len, out);
+  if (WIFSIGNALED(status))
+    return coil_error_set(err, EIO,
+                          "linux.seccomp: compiling the filter failed "
+                          "(libseccomp killed by signal %d)",
+                          WTERMSIG(status));
+  return coil_error_set(err, EIO,
+                        "linux.seccomp: compiling the filter failed "
+                        "(exit status %d)",
+                        WEXITSTATUS(status));
+}
+
+int seccomp_profile_build(const struct coil_seccomp *cfg,
+                          struct coil_seccomp_profile **out,
+                          struct coil_error *err) {
+  *out = NULL;
+  unsigned int flags = 0;
+  for (size_t i = 0; i < cfg->flags.n; i++)
+    for (size_t k = 0; k < ARRAY_LEN(filter_flags); k++)
+      if (strcmp(cfg->flags.v[i], filter_flags[k].name) == 0)
+        flags |= filter_flags[k].flag;
+
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) < 0)
+    return coil_error_sys(err, errno, "linux.seccomp: pipe");
+  cleanup_close int rd = fds[0];
+  cleanup_close int wr = fds[1];
+  long long deadline =
+      deadline_after_ms(deadline_now_ms(), COMPILE_DEADLINE_S * 1000LL);
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0)
+    return coil_error_sys(err, errno, "linux.seccomp: fork");
+  if (pid == 0)
+    compile_child(cfg, wr, parent);
+  close(steal_fd(wr));
+
+  cleanup_free char *buf = malloc(CHILD_OUTPUT_MAX);
+  size_t len = 0;
+  int r = buf ? read_until(rd, deadline, buf, &len, err)
+              : coil_error_sys(err, ENOMEM, "linux.seccomp");
+  if (r != 0)
+    kill(pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  if (r < 0)
+    return -1;
+  if (r > 0)
+    return coil_error_set(err, ETIMEDOUT,
+                          "linux.seccomp: compiling the filter took longer "
+                          "than %d s (libseccomp)",
+                          COMPILE_DEADLINE_S);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return child_failed(status, buf, len, err);
+
+  cleanup_free struct coil_seccomp_profile *p = calloc(1, sizeof *p);
   if (!p)
     return coil_error_sys(err, ENOMEM, "linux.seccomp");
-  p->ctx = steal_ptr(ctx);
-  *out = p;
+  if (take_program(p, buf, len, err) < 0)
+    return -1;
+  buf = NULL;
+  p->flags = flags;
+  *out = steal_ptr(p);
   return 0;
 }
 
 int seccomp_profile_load(const struct coil_seccomp_profile *p,
                          struct coil_error *err) {
-  int rc = seccomp_load(p->ctx);
-  if (rc == -EACCES)
+  struct sock_fprog prog = {.len = p->n_insns, .filter = p->insns};
+  long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, p->flags, &prog);
+  /* With TSYNC a positive result is the thread that could not follow. */
+  if (rc > 0)
+    return coil_error_set(err, ESRCH,
+                          "linux.seccomp: seccomp(SECCOMP_SET_MODE_FILTER): "
+                          "thread %ld cannot be synchronized",
+                          rc);
+  if (rc < 0 && errno == EACCES)
     return coil_error_set(err, EACCES,
                           "linux.seccomp: seccomp(SECCOMP_SET_MODE_FILTER): "
                           "%s (without no_new_privs this needs CAP_SYS_ADMIN)",
                           strerror(EACCES));
   if (rc < 0)
-    return coil_error_sys(err, -rc,
+    return coil_error_sys(err, errno,
                           "linux.seccomp: seccomp(SECCOMP_SET_MODE_FILTER)");
-  return 0;
-}
-
-int seccomp_profile_export(const struct coil_seccomp_profile *p, int fd,
-                           struct coil_error *err) {
-  int rc = seccomp_export_bpf(p->ctx, fd);
-  if (rc < 0)
-    return coil_error_sys(err, -rc, "linux.seccomp: exporting the filter");
   return 0;
 }
 
 void seccomp_profile_free(struct coil_seccomp_profile *p) {
   if (!p)
     return;
-  seccomp_release(p->ctx);
+  free(p->insns);
   free(p);
 }

@@ -1,5 +1,6 @@
-/* linux.seccomp compiled with libseccomp. Built (and so validated) in the
- * parent before anything is created, loaded in the child as the last step. */
+/* linux.seccomp compiled with libseccomp. Built (and so validated and
+ * compiled to BPF) in the parent before anything is created, loaded in the
+ * child as the last step. */
 #ifndef COIL_SECCOMP_PROFILE_H
 #define COIL_SECCOMP_PROFILE_H
 
@@ -10,16 +11,21 @@ struct coil_seccomp_profile;
 
 /* Errors name the field: "linux.seccomp.syscalls[3].action: unknown action
  * \"SCMP_ACT_FOO\"". Unknown syscall names are skipped with a warning, as
- * runc does (they may be newer than this libseccomp). */
+ * runc does (they may be newer than this libseccomp). libseccomp runs in a
+ * child process that is killed when it takes longer than 5 s
+ * ("linux.seccomp: compiling the filter took longer than 5 s (libseccomp)",
+ * ETIMEDOUT): some rule sets make it loop for ever. */
 int seccomp_profile_build(const struct coil_seccomp *cfg,
                           struct coil_seccomp_profile **out,
                           struct coil_error *err);
+/* seccomp(2) with the flags seccomp_load would pass; no libseccomp. */
 int seccomp_profile_load(const struct coil_seccomp_profile *p,
                          struct coil_error *err);
-/* Writes the compiled BPF program to fd without loading it: what load would
- * install, for tests and the fuzzer. */
-int seccomp_profile_export(const struct coil_seccomp_profile *p, int fd,
-                           struct coil_error *err);
+/* Builds and writes the BPF program to fd in this process, with no
+ * deadline: what build's child runs, and what the fuzzer calls so its
+ * coverage stays in one process. */
+int seccomp_profile_export_unbounded(const struct coil_seccomp *cfg, int fd,
+                                     struct coil_error *err);
 void seccomp_profile_free(struct coil_seccomp_profile *p);
 
 #endif

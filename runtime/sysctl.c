@@ -66,13 +66,18 @@ int sysctl_validate(const struct coil_linux *l, struct coil_error *err) {
     if (!ns)
       return coil_error_set(
           err, EPERM, "linux.sysctl.%s: not a namespaced sysctl, refused", key);
-    /* A namespace joined by path is someone else's (perhaps the host's):
-     * its settings are not the container's to change. */
-    if (!namespaces_wants_new(l, ns))
+    /* The host's namespace, shared or joined by path, is not the
+     * container's to change. One joined by path that is not coil's own is
+     * the container's, as runc takes it: engines make it for the container
+     * (podman's network, a pod's infra container). */
+    bool host = !namespaces_has(l, ns);
+    if (!host && namespaces_joins_runtimes(l, ns, &host, err) < 0)
+      return coil_error_prefix(err, "linux.sysctl.%s", key);
+    if (host)
       return coil_error_set(err, EPERM,
-                            "linux.sysctl.%s: needs a %s namespace created for "
-                            "the container (linux.namespaces has none, or "
-                            "joins one by path)",
+                            "linux.sysctl.%s: needs a %s namespace of the "
+                            "container's own (linux.namespaces has none, or "
+                            "joins the runtime's)",
                             key, ns_name(ns));
   }
   return 0;

@@ -1,6 +1,6 @@
-/* linux.sysctl: only namespaced keys, and only when coil creates the
- * namespace they belong to (not one shared with the host or joined by path,
- * which belong to someone else). */
+/* linux.sysctl: only namespaced keys, and only in a namespace of the
+ * container's own: one coil creates, or one joined by path that is not the
+ * namespace coil itself runs in (the host's). */
 #ifndef COIL_SYSCTL_H
 #define COIL_SYSCTL_H
 

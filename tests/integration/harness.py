@@ -21,7 +21,9 @@ BUILD = os.path.join(REPO, "tests", ".build")
 COIL = os.path.abspath(os.environ.get("COIL_BIN") or os.path.join(REPO, "coil"))
 
 BUSYBOX = "/bin/busybox"
-TMP_PREFIX = "coil-test-"
+# Per runner: two runners on one host must not take each other's mounts
+# under these dirs for their own leaks.
+TMP_PREFIX = "coil-%d-test-" % os.getpid()
 
 # Host ids the container's ids map to in base_config().
 HOST_UID = 100000

@@ -177,6 +177,22 @@ def test_memory_enough_no_oom():
     assert "OOM" not in r.stderr, describe(r)
 
 
+def test_memory_limit_too_low_for_setup_named():
+    # Init joins its cgroup first, so a limit below what setup needs gets it
+    # OOM-killed before the program runs: the error names the limit (runc's
+    # names it too), and nothing is left behind.
+    root = new_root()
+    b = new_bundle(["true"], linux=_mem(4096))
+    for cmd, code in (("run", 125), ("create", 1)):
+        r = coil(cmd, "--bundle", b, new_id(), root=root, timeout=60)
+        assert r.returncode == code, describe(r)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1, describe(r)
+        assert "linux.resources.memory.limit" in lines[0], describe(r)
+        assert "OOM" in lines[0], describe(r)
+        assert os.listdir(root) == [], describe(r)
+
+
 def _cpu_seconds(stderr):
     """user+sys from busybox `time` output."""
     tot = 0.0

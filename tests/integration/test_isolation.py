@@ -3,10 +3,12 @@ seccomp."""
 
 import os
 import re
+import subprocess
+import time
 
 from harness import (DEFAULT_CAPS, HOST_UID, NAMESPACES, base_config,
                      cap_mask, check, coil, describe, host_ns, new_bundle,
-                     new_id, new_root, run, sh, state, tmpdir,
+                     new_id, new_root, on_cleanup, run, sh, state, tmpdir,
                      wait_status)
 
 NS_FILES = {"pid": "pid", "network": "net", "ipc": "ipc", "uts": "uts",
@@ -502,6 +504,35 @@ def test_sysctl_namespaced():
         assert f.read() == host_before
 
 
+def test_sysctl_in_joined_namespaces_of_the_containers_own():
+    # What podman does for its networks and pods: it makes the network (and
+    # ipc) namespace, the config joins it by path and sets sysctls in it.
+    # Only the host's own namespaces are refused
+    # (test_state_security.py::test_sysctl_needs_a_namespace_coil_made).
+    holder = subprocess.Popen(["unshare", "--net", "--ipc", "sleep", "1000"])
+    on_cleanup(lambda: (holder.kill(), holder.wait()))
+    net, ipc = ("/proc/%d/ns/%s" % (holder.pid, n) for n in ("net", "ipc"))
+    deadline = time.time() + 60
+    while os.readlink(net) == os.readlink("/proc/self/ns/net"):
+        assert time.time() < deadline, "unshare did not make a namespace"
+        time.sleep(0.05)
+    with open("/proc/sys/kernel/shmmni") as f:
+        host_shmmni = f.read()
+    namespaces = [{"type": t} for t in ("pid", "mount", "uts")] + [
+        {"type": "network", "path": net}, {"type": "ipc", "path": ipc}]
+    r = check(sh("readlink /proc/self/ns/net; cat /proc/sys/kernel/shmmni "
+                 "/proc/sys/net/ipv4/ping_group_range",
+                 linux={"namespaces": namespaces, "uidMappings": [],
+                        "gidMappings": [],
+                        "sysctl": {"kernel.shmmni": "1234",
+                                   "net.ipv4.ping_group_range": "0 10"}}))
+    lines = r.stdout.splitlines()
+    assert lines[0] == os.readlink(net), describe(r)
+    assert lines[1] == "1234" and lines[2].split() == ["0", "10"], describe(r)
+    with open("/proc/sys/kernel/shmmni") as f:
+        assert f.read() == host_shmmni
+
+
 def test_sysctl_unnamespaced_rejected():
     with open("/proc/sys/kernel/panic") as f:
         before = f.read()
@@ -626,6 +657,29 @@ def test_seccomp_bad_action_rejected():
     assert "SCMP_ACT_FOO" in r.stderr and "linux.seccomp" in r.stderr, \
         describe(r)
     assert os.listdir(root) == []
+
+
+def test_seccomp_compile_deadline():
+    # Two rules for one syscall, each comparing two arguments, the later
+    # argument's values differing in the high 32 bits: libseccomp 2.5.4
+    # never finishes merging them. coil gives up after its deadline with a
+    # one-line error and leaves nothing behind (the runner checks for
+    # leftover cgroups, mounts and processes).
+    rules = [{"names": ["mmap"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1,
+              "args": [{"index": 3, "value": 1, "op": "SCMP_CMP_LE"},
+                       {"index": 5, "value": v, "op": "SCMP_CMP_EQ"}]}
+             for v in (1, 1 << 33)]
+    root = new_root()
+    b = new_bundle(["true"], linux=_seccomp(rules))
+    for argv in (["run", "--bundle", b, new_id()],
+                 ["create", "--bundle", b, new_id()]):
+        r = coil(*argv, root=root, timeout=120)
+        assert r.returncode == (125 if argv[0] == "run" else 1), describe(r)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1, describe(r)
+        assert "linux.seccomp: compiling the filter took longer than" \
+            in lines[0], describe(r)
+        assert os.listdir(root) == [], describe(r)
 
 
 def test_default_devices():
