@@ -139,7 +139,8 @@ static int from_flags(const struct coil_process *cfg,
     s->p.no_new_privileges = true;
   warn_lsm("--apparmor", f->apparmor, "AppArmor profiles");
   warn_lsm("--process-label", f->label, "SELinux labels");
-  if (caps_parse(&s->p, &s->caps, err) < 0 || add_caps(cfg, f, &s->caps, err))
+  if (caps_parse(&s->p, &s->caps, err) < 0 ||
+      add_caps(cfg, f, &s->caps, err) < 0)
     return -1;
   return 0;
 }
