@@ -77,6 +77,11 @@ static int check_subset(const struct coil_caps *c, enum coil_cap_set set,
                         set_names[of]);
 }
 
+int caps_number(const char *name) {
+  int v = cap_lookup(name);
+  return v >= 0 && v < cap_max_bits() && v < CAP_NUMBERS ? v : -1;
+}
+
 int caps_parse(const struct coil_process *p, struct coil_caps *out,
                struct coil_error *err) {
   memset(out, 0, sizeof *out);

@@ -560,6 +560,27 @@ void config_resources_free(struct coil_resources *r) {
   *r = (struct coil_resources){0};
 }
 
+int config_parse_process(const char *buf, size_t len, const char *name,
+                         struct coil_process *out, struct coil_error *err) {
+  *out = (struct coil_process){0};
+  __attribute__((cleanup(tree_freep))) yajl_val tree = NULL;
+  if (parse_tree(buf, len, name, &tree, err) < 0)
+    return -1;
+  /* Errors name the field as in config.json. */
+  struct jw_walk w = {.err = err};
+  jw_push_key(&w, "process");
+  if (jw_read_object(&w, &process_obj, tree, out) < 0) {
+    config_process_free(out);
+    return coil_error_prefix(err, "%s", name);
+  }
+  return 0;
+}
+
+void config_process_free(struct coil_process *p) {
+  jw_free_object(&process_obj, p);
+  *p = (struct coil_process){0};
+}
+
 static bool mount_is_bind(const struct coil_mount *m) {
   if (m->type && strcmp(m->type, "bind") == 0)
     return true;

@@ -243,6 +243,13 @@ int config_parse_resources(const char *buf, size_t len, const char *name,
                            struct coil_resources *out, struct coil_error *err);
 void config_resources_free(struct coil_resources *r);
 
+/* Parses a document holding one runtime-spec process object (exec
+ * --process); name (the file) prefixes errors, which name the field as
+ * "process.args". */
+int config_parse_process(const char *buf, size_t len, const char *name,
+                         struct coil_process *out, struct coil_error *err);
+void config_process_free(struct coil_process *p);
+
 /* Makes a bind mount's relative mounts[].source absolute against the bundle
  * directory (an absolute path), as the runtime spec says: never against the
  * runtime's working directory. Other mounts' sources ("proc", "tmpfs") are

@@ -32,6 +32,7 @@
 #include "mountopts.h"
 #include "namespaces.h"
 #include "oci_state.h"
+#include "pidfile.h"
 #include "rlimits.h"
 #include "seccomp_profile.h"
 #include "state.h"
@@ -139,35 +140,6 @@ static int resolve_rootfs(const struct coil_config *cfg, const char *bundle,
                           joined);
   }
   *out = real;
-  return 0;
-}
-
-/* As runc: a fresh temp file beside the target (O_EXCL: a planted link
- * there is not followed), renamed over it (a link at the path itself is
- * replaced, not followed). */
-static int write_pid_file(const char *path, pid_t pid, struct coil_error *err) {
-  cleanup_free char *copy = strdup(path);
-  cleanup_free char *tmp = NULL;
-  if (!copy)
-    return coil_error_sys(err, ENOMEM, "--pid-file");
-  char *slash = strrchr(copy, '/');
-  const char *dir = slash ? (slash == copy ? "/" : copy) : ".";
-  const char *base = slash ? slash + 1 : copy;
-  if (slash)
-    *slash = '\0';
-  if (asprintf(&tmp, "%s/.%s.XXXXXX", dir, base) < 0)
-    return coil_error_sys(err, ENOMEM, "--pid-file");
-  cleanup_close int fd = mkostemp(tmp, O_CLOEXEC);
-  if (fd < 0)
-    return coil_error_sys(err, errno, "--pid-file: create %s", tmp);
-  char buf[32];
-  int n = snprintf(buf, sizeof buf, "%d", pid);
-  if (fchmod(fd, 0644) < 0 || write(fd, buf, (size_t)n) != n ||
-      rename(tmp, path) < 0) {
-    int e = errno;
-    unlink(tmp);
-    return coil_error_sys(err, e, "--pid-file: write %s", path);
-  }
   return 0;
 }
 
@@ -612,7 +584,7 @@ static int container_create_parsed(const struct coil_create_opts *o,
     r = state_write(x.dirfd, &st, err);
   }
   if (r == 0 && o->pid_file)
-    r = write_pid_file(o->pid_file, x.pid, err);
+    r = pidfile_write(o->pid_file, x.pid, err);
   if (r < 0) {
     create_rollback(&x);
     if (x.relay[0] >= 0)
@@ -1021,6 +993,46 @@ int container_update(const char *root, const char *id,
   if (cgroup_update(cg, res, err) < 0)
     return coil_error_prefix(err, "update container \"%s\"", id);
   return 0;
+}
+
+int container_view(const char *root, const char *id,
+                   struct coil_container_view *v, struct coil_error *err) {
+  *v = (struct coil_container_view){.pidfd = -1};
+  cleanup_state_dir struct coil_state_dir d = COIL_STATE_DIR_INIT;
+  cleanup_state struct coil_state *st = NULL;
+  if (open_state(root, id, true, &d, &st, err) < 0)
+    return -1;
+  /* Opened before the check: when the check finds the recorded init, the
+   * pidfd is that process and cannot come to name another. */
+  cleanup_close int pidfd =
+      st->pid > 0 ? (int)syscall(SYS_pidfd_open, st->pid, 0) : -1;
+  v->status = status_of(&d, st, true);
+  if (v->status == COIL_STATUS_CREATING)
+    v->status = COIL_STATUS_STOPPED;
+  if (!is_live(v->status))
+    return 0;
+  if (pidfd < 0)
+    return coil_error_sys(err, errno, "container \"%s\": pidfd_open %d", id,
+                          st->pid);
+  if (load_state_config(d.fd, &v->cfg, err) < 0)
+    return -1;
+  if (st->cgroup && cgroup_deserialize(st->cgroup, &v->cgroup, err) < 0) {
+    container_view_free(v);
+    return -1;
+  }
+  v->pid = st->pid;
+  v->pidfd = steal_fd(pidfd);
+  return 0;
+}
+
+void container_view_free(struct coil_container_view *v) {
+  if (v->cfg)
+    config_free(v->cfg);
+  if (v->cgroup)
+    cgroup_free(v->cgroup);
+  if (v->pidfd >= 0)
+    close(v->pidfd);
+  *v = (struct coil_container_view){.pidfd = -1};
 }
 
 static void limits_of(const struct coil_state *st,
