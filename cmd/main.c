@@ -154,12 +154,15 @@ void cmd_print_help(const struct command *c) {
 
 /* What follows exec's ID is the process's own command line, so its help
  * is looked for only before the first operand. */
-static bool passes_args(const struct command *c) { return c->fn == cmd_exec; }
+static bool operand_ends_options(const struct command *c) {
+  return c->fn == cmd_exec;
+}
 
 bool cmd_wants_help(const char *name, int argc, char **argv) {
   const struct command *c = cmd_find(name);
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--") == 0 || (passes_args(c) && argv[i][0] != '-'))
+    if (strcmp(argv[i], "--") == 0 ||
+        (operand_ends_options(c) && argv[i][0] != '-'))
       break;
     if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       cmd_print_help(c);
@@ -189,7 +192,7 @@ static bool spawns_init(const struct command *c) {
 /* The commands whose arguments after the ID belong to another program (ps's
  * options), so a -h there is theirs: they parse their own -h before the ID,
  * as runc does. */
-static bool passes_args(const struct command *c) { return c->fn == cmd_ps; }
+static bool parses_own_help(const struct command *c) { return c->fn == cmd_ps; }
 
 static void print_main_help(void) {
   printf("usage: coil [global options] COMMAND [options] [ARGS]\n\n"
@@ -294,7 +297,7 @@ int main(int argc, char **argv) {
   }
   int cargc = argc - optind;
   char **cargv = argv + optind;
-  if (!passes_args(cmd) && cmd_wants_help(cmd->name, cargc, cargv))
+  if (!parses_own_help(cmd) && cmd_wants_help(cmd->name, cargc, cargv))
     return EXIT_OK;
   /* Before anything of the command runs: its init is a clone of this
    * process, so this process must not be the host's writable binary. */
