@@ -886,6 +886,21 @@ int cgroup_pids(const struct coil_cgroup *cg, pid_t **pids, size_t *n,
   return 0;
 }
 
+bool cgroup_holds(const struct coil_cgroup *cg, pid_t pid) {
+  for (size_t i = 0; i < cg->n; i++) {
+    struct pid_list l = {0};
+    struct coil_error ignored;
+    bool found = false;
+    if (collect_pids(cg->dirs[i].path, &l, &ignored) == 0)
+      for (size_t k = 0; k < l.n && !found; k++)
+        found = l.v[k] == pid;
+    free(l.v);
+    if (found)
+      return true;
+  }
+  return false;
+}
+
 unsigned long long cg_read_key(const struct cg_dir *d, const char *file,
                                const char *key) {
   struct coil_error err;

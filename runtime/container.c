@@ -592,24 +592,19 @@ static int open_state(const char *root, const char *id, bool lock,
 }
 
 /* Whether the recorded pid is still the container's init: the same start
- * time and, when the container has a cgroup, a member of it, so a pid
- * recycled (or named by a tampered state) is never signalled. */
+ * time and, when the container has a cgroup, a member of it in some
+ * hierarchy, so a pid recycled (or named by a tampered state) is never
+ * signalled, while an init a client moved to a cgroup of its own in one
+ * hierarchy (as the runtime spec allows) is still the container's. */
 static bool init_is_ours(const struct coil_state *st) {
   if (st->pid <= 0 || state_pid_start_time(st->pid) != st->pid_start)
     return false;
   if (!st->cgroup)
     return true;
   cleanup_cgroup struct coil_cgroup *cg = NULL;
-  cleanup_free pid_t *pids = NULL;
-  size_t n = 0;
   struct coil_error ignored;
-  if (cgroup_deserialize(st->cgroup, &cg, &ignored) < 0 ||
-      cgroup_pids(cg, &pids, &n, &ignored) < 0)
-    return false;
-  for (size_t i = 0; i < n; i++)
-    if (pids[i] == st->pid)
-      return true;
-  return false;
+  return cgroup_deserialize(st->cgroup, &cg, &ignored) == 0 &&
+         cgroup_holds(cg, st->pid);
 }
 
 static bool is_frozen(const struct coil_state *st) {
