@@ -76,19 +76,47 @@ static void warn_lsm(const struct coil_config *cfg) {
                      : "the host has no SELinux");
 }
 
+/* A container without a mount namespace of its own (none listed, or one
+ * joined by path) shares its mounts with other processes, the host's when
+ * it shares the runtime's: coil then mounts nothing and only chroots into
+ * root.path. What cannot be had without a mount is refused; the mounts
+ * list (which the default spec always has) is left out with a warning. */
+static int shared_mount_ns_check(const struct coil_config *cfg,
+                                 struct coil_error *err) {
+  if (namespaces_wants_new(&cfg->lnx, CLONE_NEWNS))
+    return 0;
+  static const char why[] = "needs a mount namespace of the container's own "
+                            "(a new \"mount\" in linux.namespaces)";
+  if (cfg->root_readonly)
+    return coil_error_set(err, EINVAL, "root.readonly: %s", why);
+  if (cfg->lnx.masked_paths.n)
+    return coil_error_set(err, EINVAL, "linux.maskedPaths: %s", why);
+  if (cfg->lnx.readonly_paths.n)
+    return coil_error_set(err, EINVAL, "linux.readonlyPaths: %s", why);
+  if (cfg->n_mounts)
+    log_warn("mounts: not mounted: the container shares its mount namespace, "
+             "where coil changes nothing");
+  if (cfg->lnx.n_devices)
+    log_warn("linux.devices: not created: the container shares its mount "
+             "namespace, where coil changes nothing");
+  if (cfg->lnx.rootfs_propagation)
+    log_warn("linux.rootfsPropagation: ignored: the container shares its "
+             "mount namespace, where coil changes nothing");
+  return 0;
+}
+
 /* Everything in the config that can be checked without side effects is
  * checked here, before any state, cgroup or process exists. */
 static int validate_config(const struct coil_config *cfg,
-                           const struct coil_create_opts *o, bool pivot,
+                           const struct coil_create_opts *o, bool own_rootfs,
                            struct coil_error *err) {
   if (!cfg->has_process)
     return coil_error_set(err, EINVAL,
                           "process: required to create a container");
   if (cfg->process.args.n == 0)
     return coil_error_set(err, EINVAL, "process.args: must not be empty");
-  if (pivot && !namespaces_wants_new(&cfg->lnx, CLONE_NEWNS))
-    return coil_error_set(err, EINVAL,
-                          "linux.namespaces: coil needs a new mount namespace");
+  if (own_rootfs && shared_mount_ns_check(cfg, err) < 0)
+    return -1;
   if (cfg->process.terminal && !o->console_socket)
     return coil_error_set(err, EINVAL,
                           "process.terminal: true needs --console-socket "

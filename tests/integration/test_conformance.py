@@ -26,6 +26,133 @@ def _without(*types):
     return [{"type": t} for t in NAMESPACES if t not in types]
 
 
+# ------------------------------------------------- mount namespace sharing
+
+def _shared_mounts_bundle(args, **linux):
+    """A bundle without a new mount namespace: no masked or read-only paths
+    and a writable root (those need a mount), the rest as usual."""
+    lx = dict(namespaces=_without("mount"), maskedPaths=None,
+              readonlyPaths=None)
+    lx.update(linux)
+    b = new_bundle(args, root={"path": "rootfs", "readonly": False},
+                   linux=lx)
+    with open(os.path.join(b, "rootfs", "marker"), "w") as f:
+        f.write("in the rootfs\n")
+    return b
+
+
+def test_no_mount_namespace_shares_the_hosts_and_mounts_nothing():
+    before = mount_points()
+    b = _shared_mounts_bundle(
+        ["sh", "-c", "cat /marker; [ -e /proc/self ] && echo proc || "
+         "echo no proc; pwd"])
+    r = coil("run", "--bundle", b, new_id(), root=new_root())
+    check(r)
+    # no /proc is mounted in the container: the config's mounts are left out
+    assert r.stdout.splitlines() == ["in the rootfs", "no proc", "/"], \
+        describe(r)
+    assert "mounts: not mounted" in r.stderr, describe(r)
+    assert mount_points() == before
+
+
+def test_no_mount_namespace_init_is_in_the_hosts():
+    root = new_root()
+    b = _shared_mounts_bundle(["sleep", "100"])
+    cid = new_id()
+    check(coil("create", "--bundle", b, cid, root=root))
+    pid = state(cid, root)["pid"]
+    assert os.readlink("/proc/%d/ns/mnt" % pid) == \
+        os.readlink("/proc/self/ns/mnt")
+    assert os.readlink("/proc/%d/root" % pid) == os.path.join(b, "rootfs")
+    check(coil("delete", "--force", cid, root=root))
+
+
+def test_no_mount_namespace_refuses_what_needs_a_mount():
+    for over, field in (({"root": {"path": "rootfs", "readonly": True}},
+                         "root.readonly"),
+                        ({"linux": {"maskedPaths": ["/proc/kcore"]}},
+                         "linux.maskedPaths"),
+                        ({"linux": {"readonlyPaths": ["/proc/sys"]}},
+                         "linux.readonlyPaths")):
+        b = _shared_mounts_bundle(["true"])
+        with open(os.path.join(b, "config.json")) as f:
+            cfg = json.load(f)
+        for k, v in over.items():
+            cfg[k].update(v)
+        write_config(b, cfg)
+        root = new_root()
+        r = coil("create", "--bundle", b, new_id(), root=root)
+        assert r.returncode == 1, describe(r)
+        assert r.stderr.startswith("coil: " + field + ":"), describe(r)
+        assert os.listdir(root) == []
+
+
+def _unshared_mount_ns():
+    """A process in a new mount namespace of its own: its pid."""
+    p = subprocess.Popen(["unshare", "-m", "--propagation", "private",
+                          "sleep", "100"])
+    on_cleanup(lambda: (p.kill(), p.wait()))
+    mine = os.readlink("/proc/self/ns/mnt")
+    deadline = time.time() + 5
+    while os.readlink("/proc/%d/ns/mnt" % p.pid) == mine:
+        assert time.time() < deadline, "unshare never switched"
+        time.sleep(0.01)
+    return p.pid
+
+
+def test_mount_namespace_joined_by_path():
+    pid = _unshared_mount_ns()
+    ns = "/proc/%d/ns/mnt" % pid
+    before = mount_points()
+    # (without a user namespace: a mount namespace the host's user
+    # namespace owns cannot be joined from a new one)
+    b = _shared_mounts_bundle(
+        ["sh", "-c", "cat /marker"],
+        namespaces=_without("mount", "user") + [{"type": "mount",
+                                                 "path": ns}],
+        uidMappings=None, gidMappings=None)
+    root = new_root()
+    cid = new_id()
+    check(coil("create", "--bundle", b, cid, root=root))
+    init = state(cid, root)["pid"]
+    assert os.readlink("/proc/%d/ns/mnt" % init) == os.readlink(ns)
+    check(coil("delete", "--force", cid, root=root))
+    with open("/proc/%d/mountinfo" % pid) as f:
+        theirs = f.read()
+    assert os.path.join(b, "rootfs") not in theirs, theirs
+    assert mount_points() == before
+
+
+# ------------------------------------------------- namespaces by path
+
+def test_namespace_path_of_the_wrong_type_is_refused():
+    pid = _unshared_mount_ns()
+    for t in ("network", "ipc", "uts", "pid", "cgroup", "mount"):
+        wrong = "/proc/%d/ns/%s" % (pid, "net" if t == "mount" else "mnt")
+        nss = _without(t) + [{"type": t, "path": wrong}]
+        b = (_shared_mounts_bundle(["true"], namespaces=nss) if t == "mount"
+             else new_bundle(["true"], linux={"namespaces": nss}))
+        root = new_root()
+        r = coil("create", "--bundle", b, new_id(), root=root)
+        assert r.returncode == 1, describe(r)
+        assert "linux.namespaces[" in r.stderr and \
+            "is not a %s namespace" % t in r.stderr, describe(r)
+        assert os.listdir(root) == []
+
+
+def test_namespace_path_not_a_namespace_is_refused():
+    d = tmpdir()
+    f = os.path.join(d, "plain")
+    open(f, "w").close()
+    b = new_bundle(["true"], linux={
+        "namespaces": _without("ipc") + [{"type": "ipc", "path": f}]})
+    root = new_root()
+    r = coil("create", "--bundle", b, new_id(), root=root)
+    assert r.returncode == 1, describe(r)
+    assert "is not a namespace" in r.stderr, describe(r)
+    assert os.listdir(root) == []
+
+
 # ------------------------------------------------- cgroup moved by a client
 
 def _own_v1_dir(controller):
