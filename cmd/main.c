@@ -40,7 +40,7 @@ static const struct command commands[] = {
      "  -a, --all                 signal every process in the container\n"
      "SIGNAL: a name with or without SIG (TERM, SIGKILL) or a number\n"},
     {"delete", cmd_delete, "delete [--force] ID",
-     "remove a stopped or created container (and its cgroup)",
+     "remove a stopped container (and its cgroup); --force kills a live one",
      "  -f, --force               kill a running container first\n"},
     {"pause", cmd_pause, "pause ID",
      "freeze every process of a created or running container (cgroup "

@@ -830,7 +830,11 @@ int container_delete(const char *root, const char *id, bool force,
   enum coil_status s = status_of(&d, st, true);
   log_debug("delete %s: status %s%s", id, state_status_name(s),
             force ? ", forced" : "");
-  if ((s == COIL_STATUS_RUNNING || s == COIL_STATUS_PAUSED) && !force)
+  /* The runtime spec: deleting a container that is not stopped MUST fail;
+   * a created one too (its init is waiting for start), unlike runc, which
+   * kills it. Clients kill first or use --force (podman: delete --force;
+   * containerd: kill, wait, delete). */
+  if (s != COIL_STATUS_STOPPED && !force)
     return coil_error_set(err, EBUSY,
                           "container \"%s\" is %s: stop it first or use "
                           "delete --force",
