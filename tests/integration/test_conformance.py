@@ -187,3 +187,17 @@ def test_init_moved_to_a_clients_cgroup_is_still_the_containers():
     check(coil("delete", cid, root=root))
     assert os.path.isdir(theirs)
     assert os.listdir(root) == []
+
+
+# ------------------------------------------------- capabilities
+
+def test_unknown_capability_is_an_error_naming_the_field():
+    for s in ("bounding", "effective", "permitted", "inheritable", "ambient"):
+        b = new_bundle(["true"], process={"capabilities": {
+            s: ["CAP_CHOWN", "CAP_KILL", "CAP_FOO"]}})
+        root = new_root()
+        r = coil("create", "--bundle", b, new_id(), root=root)
+        assert r.returncode == 1, describe(r)
+        assert r.stderr == ('coil: process.capabilities.%s[2]: unknown '
+                            'capability "CAP_FOO"\n' % s), describe(r)
+        assert os.listdir(root) == []
