@@ -110,10 +110,9 @@ static int shared_mount_ns_check(const struct coil_config *cfg,
 static int validate_config(const struct coil_config *cfg,
                            const struct coil_create_opts *o, bool own_rootfs,
                            struct coil_error *err) {
-  if (!cfg->has_process)
-    return coil_error_set(err, EINVAL,
-                          "process: required to create a container");
-  if (cfg->process.args.n == 0)
+  /* The runtime spec lets create go without a process (start must then
+   * fail): init waits as usual and container_start refuses. */
+  if (cfg->has_process && cfg->process.args.n == 0)
     return coil_error_set(err, EINVAL, "process.args: must not be empty");
   if (own_rootfs && shared_mount_ns_check(cfg, err) < 0)
     return -1;
@@ -679,6 +678,11 @@ int container_start(const char *root, const char *id, struct coil_error *err) {
   cleanup_config struct coil_config *cfg = NULL;
   if (load_state_config(dirfd, &cfg, err) < 0)
     return -1;
+  if (!cfg->has_process)
+    return coil_error_set(err, EINVAL,
+                          "start container \"%s\": its config has no "
+                          "process to run (delete it with --force)",
+                          id);
   cleanup_close int conn = start_socket_connect(dirfd, err);
   if (conn < 0)
     return -1;

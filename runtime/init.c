@@ -321,7 +321,8 @@ void init_main(const struct init_ctx *c) {
 
   /* As runc: a program that cannot run fails create, not start, so clients
    * see it where they look for it (podman: exit 127 or 126). */
-  if (!c->payload && execpath_check(&cfg->process, &err) < 0)
+  if (!c->payload && cfg->has_process &&
+      execpath_check(&cfg->process, &err) < 0)
     fail_sync(sync_fd, &err);
 
   /* 8. Our own session, so the caller's terminal is never our controlling

@@ -201,3 +201,25 @@ def test_unknown_capability_is_an_error_naming_the_field():
         assert r.stderr == ('coil: process.capabilities.%s[2]: unknown '
                             'capability "CAP_FOO"\n' % s), describe(r)
         assert os.listdir(root) == []
+
+
+# ------------------------------------------------- create without process
+
+def test_create_without_process_then_start_fails_clearly():
+    root = new_root()
+    b = new_bundle(["true"])
+    with open(os.path.join(b, "config.json")) as f:
+        cfg = json.load(f)
+    del cfg["process"]
+    write_config(b, cfg)
+    cid = new_id()
+    check(coil("create", "--bundle", b, cid, root=root))
+    pid = state(cid, root)["pid"]
+    r = coil("start", cid, root=root)
+    assert r.returncode == 1, describe(r)
+    assert "has no process" in r.stderr, describe(r)
+    st = state(cid, root)
+    assert st["status"] == "created" and st["pid"] == pid, st
+    check(coil("delete", "--force", cid, root=root))
+    assert not _alive(pid)
+    assert os.listdir(root) == []
