@@ -223,3 +223,26 @@ def test_create_without_process_then_start_fails_clearly():
     check(coil("delete", "--force", cid, root=root))
     assert not _alive(pid)
     assert os.listdir(root) == []
+
+
+# ------------------------------------------------- kill right after start
+
+def test_kill_right_after_start_reaches_the_trap():
+    # runtime-tools killsig: start, then kill at once. The shell, init of
+    # its pid namespace, sets its trap a moment after exec; a signal sent
+    # before that was dropped by the kernel and the container ran on.
+    d = tmpdir()
+    for sig in ("TERM", "USR1"):
+        root = new_root()
+        b = new_bundle(["sh", "-c", "sleep 0.2; trap 'echo caught %s; exit 0' "
+                        "%s; sleep 10 & wait $!" % (sig, sig)])
+        cid = new_id()
+        out = os.path.join(d, sig)
+        with open(out, "w") as f:
+            check(coil("create", "--bundle", b, cid, root=root, stdout=f))
+        check(coil("start", cid, root=root))
+        check(coil("kill", cid, sig, root=root))
+        wait_status(cid, root, "stopped", timeout=5)
+        check(coil("delete", cid, root=root))
+        with open(out) as f:
+            assert f.read() == "caught %s\n" % sig
