@@ -246,3 +246,50 @@ def test_kill_right_after_start_reaches_the_trap():
         check(coil("delete", cid, root=root))
         with open(out) as f:
             assert f.read() == "caught %s\n" % sig
+
+
+# ------------------------------------------------- memory resources
+
+def _own_memory_cg(*rest):
+    for mnt, own in cgroup_hierarchies():
+        if os.path.basename(mnt) == "memory":
+            return os.path.join(mnt, own.lstrip("/"), *rest)
+    return None
+
+
+def test_memory_swappiness_oom_killer_and_kernel_tcp():
+    if _own_memory_cg() is None:
+        return  # cgroup v2 memory: see the next test
+    MiB = 1024 * 1024
+    root = new_root()
+    res = {"memory": {"limit": 64 * MiB, "kernel": 48 * MiB,
+                      "kernelTCP": 16 * MiB, "swappiness": 7,
+                      "disableOOMKiller": True}}
+    b = new_bundle(["sleep", "100"], linux={"resources": res})
+    cid = new_id()
+    r = check(coil("create", "--bundle", b, cid, root=root))
+    # as runc: the kernel memory limit is gone from the kernel
+    assert "linux.resources.memory.kernel: ignored" in r.stderr, describe(r)
+    d = _own_memory_cg("coil", cid)
+    try:
+        def read(name):
+            with open(os.path.join(d, name)) as f:
+                return f.read()
+        assert read("memory.kmem.tcp.limit_in_bytes").strip() == \
+            str(16 * MiB)
+        assert read("memory.swappiness").strip() == "7"
+        assert "oom_kill_disable 1" in read("memory.oom_control")
+    finally:
+        check(coil("delete", "--force", cid, root=root))
+
+
+def test_memory_swappiness_over_100_is_refused():
+    root = new_root()
+    b = new_bundle(["true"], linux={"resources": {
+        "memory": {"swappiness": 101}}})
+    r = coil("create", "--bundle", b, new_id(), root=root)
+    assert r.returncode == 1, describe(r)
+    assert r.stderr.startswith(
+        "coil: linux.resources.memory.swappiness: 101 is not in 0-100"), \
+        describe(r)
+    assert os.listdir(root) == []
