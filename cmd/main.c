@@ -74,8 +74,12 @@ static const struct command commands[] = {
     {"list", cmd_list, "list [--format table|json] [-q]", "list containers",
      "  -f, --format table|json   output format (default: table)\n"
      "  -q, --quiet               print only the ids\n"},
-    {"spec", cmd_spec, "spec [--bundle DIR]", "write a default config.json",
-     "  -b, --bundle DIR          where to write config.json (default: .)\n"},
+    {"spec", cmd_spec, "spec [--bundle DIR] [--rootless]",
+     "write a default config.json",
+     "  -b, --bundle DIR          where to write config.json (default: .)\n"
+     "      --rootless            a user namespace mapping root to the caller's "
+     "ids,\n"
+     "                            no network namespace (as runc)\n"},
     {"features", cmd_features, "features",
      "print the features coil supports (JSON)", ""},
     {"py", cmd_py,

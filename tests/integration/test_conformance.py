@@ -4,14 +4,12 @@ state, capability names, memory resources, cgroups a client moved init to."""
 
 import json
 import os
-import signal
 import subprocess
 import time
 
-from harness import (NAMESPACES, base_config, cgroup_hierarchies, check, coil,
-                     describe, mount_points, new_bundle, new_id, new_root,
-                     on_cleanup, popen, sh, state, tmpdir, wait_status,
-                     write_config)
+from harness import (NAMESPACES, cgroup_hierarchies, check, coil, describe,
+                     mount_points, new_bundle, new_id, new_root, on_cleanup,
+                     place_rootfs, state, tmpdir, wait_status, write_config)
 
 
 def _alive(pid):
@@ -293,3 +291,27 @@ def test_memory_swappiness_over_100_is_refused():
         "coil: linux.resources.memory.swappiness: 101 is not in 0-100"), \
         describe(r)
     assert os.listdir(root) == []
+
+
+# ------------------------------------------------- spec --rootless
+
+def test_spec_rootless_maps_the_callers_ids_without_a_network_namespace():
+    d = tmpdir()
+    check(coil("spec", "--rootless", "--bundle", d))
+    with open(os.path.join(d, "config.json")) as f:
+        cfg = json.load(f)
+    types = [n["type"] for n in cfg["linux"]["namespaces"]]
+    assert "user" in types and "network" not in types, types
+    assert cfg["linux"]["uidMappings"] == [
+        {"containerID": 0, "hostID": os.geteuid(), "size": 1}], cfg
+    assert cfg["linux"]["gidMappings"] == [
+        {"containerID": 0, "hostID": os.getegid(), "size": 1}], cfg
+    cfg["process"]["args"] = ["sh", "-c", "cat /proc/self/uid_map; id -u; "
+                              "readlink /proc/self/ns/net"]
+    write_config(d, cfg)
+    place_rootfs(d, cfg)
+    r = check(coil("run", "--bundle", d, new_id(), root=new_root()))
+    lines = r.stdout.splitlines()
+    assert lines[0].split() == ["0", str(os.geteuid()), "1"], describe(r)
+    assert lines[1] == "0", describe(r)
+    assert lines[2] == os.readlink("/proc/self/ns/net"), describe(r)
