@@ -156,7 +156,7 @@ def test_namespace_path_not_a_namespace_is_refused():
 
 # ------------------------------------------------- cgroup moved by a client
 
-def _own_v1_dir(controller):
+def _own_cg_dir(controller):
     for mnt, own in cgroup_hierarchies():
         if os.path.basename(mnt) == controller:
             return os.path.join(mnt, own.lstrip("/"))
@@ -167,7 +167,7 @@ def test_init_moved_to_a_clients_cgroup_is_still_the_containers():
     # runtime-tools delete_only_create_resources: the client moves init to
     # a pids cgroup of its own; the container goes on and delete leaves
     # that cgroup alone.
-    own = _own_v1_dir("pids")
+    own = _own_cg_dir("pids")
     assert own, cgroup_hierarchies()
     theirs = os.path.join(own, "coil-client-%d" % os.getpid())
     os.mkdir(theirs)
@@ -249,10 +249,8 @@ def test_kill_right_after_start_reaches_the_trap():
 # ------------------------------------------------- memory resources
 
 def _own_memory_cg(*rest):
-    for mnt, own in cgroup_hierarchies():
-        if os.path.basename(mnt) == "memory":
-            return os.path.join(mnt, own.lstrip("/"), *rest)
-    return None
+    d = _own_cg_dir("memory")
+    return d and os.path.join(d, *rest)
 
 
 def test_memory_swappiness_oom_killer_and_kernel_tcp():
@@ -315,3 +313,34 @@ def test_spec_rootless_maps_the_callers_ids_without_a_network_namespace():
     assert lines[0].split() == ["0", str(os.geteuid()), "1"], describe(r)
     assert lines[1] == "0", describe(r)
     assert lines[2] == os.readlink("/proc/self/ns/net"), describe(r)
+
+
+# ------------------------------------------------- device rules as written
+
+def test_v1_device_rules_are_written_as_given():
+    # runtime-tools linux_cgroups_devices reads devices.list back: each
+    # rule as written, in order. The default "b *:* m" already answers
+    # any mknod, so it is not copied into them.
+    mnt = [m for m, _ in cgroup_hierarchies()
+           if os.path.basename(m) == "devices"]
+    if not mnt:
+        return  # v2: a device program, nothing to read back
+    rules = [{"allow": False, "access": "rwm"},
+             {"allow": True, "type": "c", "major": 10, "minor": 229,
+              "access": "rwm"},
+             {"allow": True, "type": "b", "major": 8, "minor": 20,
+              "access": "rw"},
+             {"allow": True, "type": "b", "major": 10, "minor": 229,
+              "access": "r"}]
+    root = new_root()
+    b = new_bundle(["sleep", "100"], linux={"resources": {"devices": rules}})
+    cid = new_id()
+    check(coil("create", "--bundle", b, cid, root=root))
+    try:
+        with open(os.path.join(_own_cg_dir("devices"), "coil", cid,
+                               "devices.list")) as f:
+            lines = f.read().splitlines()
+        assert lines[:3] == ["c 10:229 rwm", "b 8:20 rw", "b 10:229 r"], lines
+        assert "b *:* m" in lines, lines
+    finally:
+        check(coil("delete", "--force", cid, root=root))
