@@ -418,10 +418,14 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
   if (sync_send(parent_end, SYNC_GO, payload, err) < 0 ||
       sync_expect(parent_end, SYNC_HOOKS, NULL, 0, err) < 0)
     return -1;
+  /* The runtime spec's statuses go by its lifecycle steps: "creating" is
+   * step 2, making the environment; these hooks are steps 3 and 4, after
+   * it, so "created" (as crun and runtime-tools' hooks_stdin; runc says
+   * "creating"). */
   if (cfg->hooks[COIL_HOOK_PRESTART].n ||
       cfg->hooks[COIL_HOOK_CREATE_RUNTIME].n) {
     cleanup_free char *st =
-        hook_state(x->o->id, "creating", pid, x->bundle, cfg);
+        hook_state(x->o->id, "created", pid, x->bundle, cfg);
     if (hooks_run(cfg, COIL_HOOK_PRESTART, st ? st : "{}", err) < 0 ||
         hooks_run(cfg, COIL_HOOK_CREATE_RUNTIME, st ? st : "{}", err) < 0)
       return -1;

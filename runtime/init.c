@@ -302,7 +302,9 @@ void init_main(const struct init_ctx *c) {
       sync_expect(sync_fd, SYNC_HOOKS_DONE, NULL, 0, &err) < 0)
     _exit(INIT_FAILED);
   if (cfg->hooks[COIL_HOOK_CREATE_CONTAINER].n) {
-    cleanup_free char *st = state_for_hooks(c, host_pid, "creating");
+    /* Lifecycle step 5, after the environment exists: "created", as the
+     * parent's hooks get. */
+    cleanup_free char *st = state_for_hooks(c, host_pid, "created");
     if (hooks_run(cfg, COIL_HOOK_CREATE_CONTAINER, st ? st : "{}", &err) < 0)
       fail_sync(sync_fd, &err);
   }
