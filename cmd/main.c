@@ -77,8 +77,7 @@ static const struct command commands[] = {
     {"spec", cmd_spec, "spec [--bundle DIR] [--rootless]",
      "write a default config.json",
      "  -b, --bundle DIR          where to write config.json (default: .)\n"
-     "      --rootless            a user namespace mapping root to the caller's "
-     "ids,\n"
+     "      --rootless            a user namespace mapping root to your ids,\n"
      "                            no network namespace (as runc)\n"},
     {"features", cmd_features, "features",
      "print the features coil supports (JSON)", ""},

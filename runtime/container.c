@@ -741,14 +741,18 @@ static int signal_init(const struct coil_state *st, int sig,
   return 0;
 }
 
-/* How long after start a signal may wait for init to take it. */
-#define JUST_STARTED_MS 1000
-#define HANDLER_CHECK_MS 5
+/* How long after start a signal may wait for init to settle. */
+#define JUST_STARTED_MS 2000
+#define SETTLE_CHECK_MS 5
 
-/* Whether the kernel would discard sig sent to pid now: the init of a pid
- * namespace gets from outside only SIGKILL, SIGSTOP and the signals it
- * catches, blocks or ignores; any other is dropped, not left pending. */
-static bool signal_would_vanish(pid_t pid, int sig) {
+/* Whether init is not yet ready for sig: it is the init of a pid namespace,
+ * which gets from outside only SIGKILL, SIGSTOP and the signals it catches,
+ * blocks or ignores (any other is dropped, not left pending), and either
+ * takes none of those ways, or has just begun to and is still running on
+ * rather than waiting (a shell runs a trap between two commands, so a
+ * signal caught before its `wait` is handled before what it waits for
+ * starts). */
+static bool init_unsettled(pid_t pid, int sig) {
   if (sig == SIGKILL || sig == SIGSTOP || sig <= 0 || sig > 64)
     return false;
   char path[64];
@@ -757,35 +761,37 @@ static bool signal_would_vanish(pid_t pid, int sig) {
   if (!f)
     return false;
   char line[512];
-  bool ns_init = false;
+  bool ns_init = false, running = false;
   unsigned long long taken = 0;
   while (fgets(line, sizeof line, f)) {
     if (strncmp(line, "NSpid:", 6) == 0) {
       char *last = strrchr(line, '\t');
       ns_init = last && last != strchr(line, '\t') && atoi(last + 1) == 1;
+    } else if (strncmp(line, "State:", 6) == 0) {
+      running = line[6 + strspn(line + 6, " \t")] == 'R';
     } else if (strncmp(line, "SigBlk:", 7) == 0 ||
                strncmp(line, "SigIgn:", 7) == 0 ||
                strncmp(line, "SigCgt:", 7) == 0) {
       taken |= strtoull(line + 7, NULL, 16);
     }
   }
-  return ns_init && !(taken & (1ULL << (sig - 1)));
+  return ns_init && (!(taken & (1ULL << (sig - 1))) || running);
 }
 
 /* A process just exec'd by start has had no time to install its handlers
  * (a shell's trap, a server's SIGTERM handler): a signal sent to it as the
  * init of its pid namespace would vanish although the container is
  * "running". As runc's kill is never lost that way (its init, not yet
- * exec'd, takes the signal), kill waits for the handler, but only within
- * JUST_STARTED_MS of start: a program that never handles the signal gets
- * it (and drops it) at once after that. */
-static void wait_for_handler(const struct coil_state *st, int sig) {
+ * exec'd, takes the signal), kill waits for init to settle, but only
+ * within JUST_STARTED_MS of start: a program that never handles the signal
+ * gets it (and drops it) at once after that. */
+static void wait_until_settled(const struct coil_state *st, int sig) {
   /* A start time in the future is no state coil wrote: no wait. */
   if (!st->started || !st->started_boot_ms || st->started_boot_ms > boot_ms())
     return;
   long long until = st->started_boot_ms + JUST_STARTED_MS;
-  while (boot_ms() < until && signal_would_vanish(st->pid, sig)) {
-    struct timespec ts = {0, HANDLER_CHECK_MS * 1000000L};
+  while (boot_ms() < until && init_unsettled(st->pid, sig)) {
+    struct timespec ts = {0, SETTLE_CHECK_MS * 1000000L};
     nanosleep(&ts, NULL);
   }
 }
@@ -815,7 +821,7 @@ int container_kill(const char *root, const char *id, int sig, bool all,
   if (st->cgroup && cgroup_deserialize(st->cgroup, &cg, err) < 0)
     return -1;
   if (s == COIL_STATUS_RUNNING)
-    wait_for_handler(st, sig);
+    wait_until_settled(st, sig);
   if ((all && cg ? signal_all(cg, sig, err) : signal_init(st, sig, err)) < 0)
     return -1;
   /* A frozen task takes its SIGKILL only once thawed (v1): as runc, thaw
