@@ -44,7 +44,7 @@ static const struct command commands[] = {
      "  -a, --all                 signal every process in the container\n"
      "SIGNAL: a name with or without SIG (TERM, SIGKILL) or a number\n"},
     {"delete", cmd_delete, "delete [--force] ID",
-     "remove a stopped or created container (and its cgroup)",
+     "remove a stopped container (and its cgroup); --force kills a live one",
      "  -f, --force               kill a running container first\n"},
     {"exec", cmd_exec,
      "exec [options] ID [--] COMMAND [ARG...] | exec [options] --process "
@@ -113,8 +113,11 @@ static const struct command commands[] = {
     {"list", cmd_list, "list [--format table|json] [-q]", "list containers",
      "  -f, --format table|json   output format (default: table)\n"
      "  -q, --quiet               print only the ids\n"},
-    {"spec", cmd_spec, "spec [--bundle DIR]", "write a default config.json",
-     "  -b, --bundle DIR          where to write config.json (default: .)\n"},
+    {"spec", cmd_spec, "spec [--bundle DIR] [--rootless]",
+     "write a default config.json",
+     "  -b, --bundle DIR          where to write config.json (default: .)\n"
+     "      --rootless            a user namespace mapping root to your ids,\n"
+     "                            no network namespace (as runc)\n"},
     {"features", cmd_features, "features",
      "print the features coil supports (JSON)", ""},
     {"py", cmd_py,

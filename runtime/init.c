@@ -82,6 +82,18 @@ static struct privileges privileges_of(const struct init_ctx *c) {
                              .keep_ids_and_caps = c->keep_ids_and_caps};
 }
 
+/* The root of a container that shares its mount namespace: chroot, with
+ * nothing mounted or moved. */
+static int chroot_rootfs(const char *rootfs, struct coil_error *err) {
+  if (chdir(rootfs) < 0)
+    return coil_error_sys(err, errno, "root.path: chdir %s", rootfs);
+  if (chroot(".") < 0)
+    return coil_error_sys(err, errno, "root.path: chroot %s", rootfs);
+  if (chdir("/") < 0)
+    return coil_error_sys(err, errno, "root.path: chdir / after chroot");
+  return 0;
+}
+
 /* Waits for `coil start` (or `run`) to connect; returns the connection. */
 static int wait_for_start(int start_fd, struct coil_error *err) {
   int conn;
@@ -161,13 +173,19 @@ void init_main(const struct init_ctx *c) {
     fail_sync(sync_fd, &err);
 
   /* 5. The filesystem view: mounts and devices, still with the host root
-   *    visible so bind sources and createContainer hooks resolve. */
+   *    visible so bind sources and createContainer hooks resolve. Only in a
+   *    mount namespace of the container's own: in a shared one (the
+   *    runtime's, or one joined by path) every mount and the pivot would
+   *    change what the other processes there see, so the container is only
+   *    chrooted into its rootfs (validate_config refused what needs a
+   *    mount). */
+  bool own_mounts = namespaces_wants_new(&cfg->lnx, CLONE_NEWNS);
   struct coil_rootfs_opts ro = {
       .rootfs = c->rootfs, .userns = namespaces_has(&cfg->lnx, CLONE_NEWUSER)};
   ro.n_cgroup_dirs =
       cgroup_own_dirs(c->cgroup, ro.cgroup_dirs, ROOTFS_CGROUP_DIRS);
   ro.idmap_trees = c->idmap_trees;
-  if (!c->skip_rootfs && rootfs_prepare(cfg, &ro, &err) < 0)
+  if (!c->skip_rootfs && own_mounts && rootfs_prepare(cfg, &ro, &err) < 0)
     fail_sync(sync_fd, &err);
   log_debug("init: namespaces joined, mounts done");
 
@@ -177,22 +195,29 @@ void init_main(const struct init_ctx *c) {
       sync_expect(sync_fd, SYNC_HOOKS_DONE, NULL, 0, &err) < 0)
     _exit(INIT_FAILED);
   if (cfg->hooks[COIL_HOOK_CREATE_CONTAINER].n) {
-    cleanup_free char *st = state_for_hooks(c, host_pid, "creating");
+    /* Lifecycle step 5, after the environment exists: "created", as the
+     * parent's hooks get. */
+    cleanup_free char *st = state_for_hooks(c, host_pid, "created");
     if (hooks_run(cfg, COIL_HOOK_CREATE_CONTAINER, st ? st : "{}", &err) < 0)
       fail_sync(sync_fd, &err);
   }
 
-  /* 7. pivot_root (never chroot), then masked/read-only paths and the
-   *    read-only root. */
-  if (!c->skip_rootfs &&
+  /* 7. pivot_root (chroot only in a shared mount namespace, as runc), then
+   *    masked/read-only paths and the read-only root. */
+  if (!c->skip_rootfs && own_mounts &&
       (rootfs_pivot(&ro, &err) < 0 ||
        (cfg->process.cwd && rootfs_make_cwd(cfg->process.cwd, &err) < 0) ||
        rootfs_finalize(cfg, &err) < 0))
     fail_sync(sync_fd, &err);
+  if (!c->skip_rootfs && !own_mounts &&
+      (chroot_rootfs(c->rootfs, &err) < 0 ||
+       (cfg->process.cwd && rootfs_make_cwd(cfg->process.cwd, &err) < 0)))
+    fail_sync(sync_fd, &err);
 
   /* As runc: a program that cannot run fails create, not start, so clients
    * see it where they look for it (podman: exit 127 or 126). */
-  if (!c->payload && execpath_check(&cfg->process, &err) < 0)
+  if (!c->payload && cfg->has_process &&
+      execpath_check(&cfg->process, &err) < 0)
     fail_sync(sync_fd, &err);
 
   /* 8. Our own session, so the caller's terminal is never our controlling
