@@ -245,10 +245,12 @@ open("/shared/done", "w").close()
 def test_privileged_container_cannot_make_host_binary_writable():
     # A privileged sibling (CAP_SYS_ADMIN and CAP_SYS_PTRACE over the host,
     # no user namespace) runs the host's python3 from a read-only /usr.
-    usr = [{"destination": d, "type": "bind", "source": "/usr",
-            "options": ["rbind", "ro"]} for d in ("/usr",)]
-    links = [(n, "usr/" + n) for n in ("lib", "lib64")
-             if os.path.islink("/" + n)]
+    libs = [d for d in ("/usr", "/lib", "/lib64")
+            if os.path.isdir(d) and not os.path.islink(d)]
+    usr = [{"destination": d, "type": "bind", "source": d,
+            "options": ["rbind", "ro"]} for d in libs]
+    links = [(d[1:], os.readlink(d)) for d in ("/lib", "/lib64")
+             if os.path.islink(d)]
     caps = harness.DEFAULT_CAPS + ["CAP_SYS_PTRACE", "CAP_SYS_ADMIN"]
     copy, digest, shared = _attack_sibling_init(
         ["/usr/bin/python3", "-I", "-c", PRIVILEGED_ATTACK], caps, usr, links)
