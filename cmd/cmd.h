@@ -11,6 +11,7 @@ enum {
   EXIT_ERR = 1,           /* a command other than run failed */
   EXIT_TIMEOUT = 124,     /* run/py: the wall clock ran out */
   EXIT_COIL_FAILED = 125, /* run/py: coil itself failed */
+  EXIT_EXEC_FAILED = 255, /* exec: no process was started (as runc) */
 };
 
 struct global_opts {
@@ -46,6 +47,7 @@ int cmd_resume(const struct global_opts *g, int argc, char **argv);
 int cmd_ps(const struct global_opts *g, int argc, char **argv);
 int cmd_update(const struct global_opts *g, int argc, char **argv);
 int cmd_events(const struct global_opts *g, int argc, char **argv);
+int cmd_exec(const struct global_opts *g, int argc, char **argv);
 
 struct coil_create_opts;
 struct coil_py_override;

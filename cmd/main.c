@@ -44,8 +44,33 @@ static const struct command commands[] = {
      "  -a, --all                 signal every process in the container\n"
      "SIGNAL: a name with or without SIG (TERM, SIGKILL) or a number\n"},
     {"delete", cmd_delete, "delete [--force] ID",
-     "remove a stopped or created container (and its cgroup)",
+     "remove a stopped container (and its cgroup); --force kills a live one",
      "  -f, --force               kill a running container first\n"},
+    {"exec", cmd_exec,
+     "exec [options] ID [--] COMMAND [ARG...] | exec [options] --process "
+     "FILE ID",
+     "run a new process in a running container; exits with its status",
+     "  -p, --process FILE        the process (a runtime-spec process object) "
+     "instead\n"
+     "                            of the config's with the options below\n"
+     "  -t, --tty                 allocate a pty (needs --console-socket)\n"
+     "      --console-socket SOCK send the pty master over SOCK\n"
+     "  -d, --detach              return once the process runs\n"
+     "      --pid-file FILE       write the process's pid to FILE\n"
+     "      --cwd DIR             working directory in the container\n"
+     "  -e, --env NAME=VALUE      add (or replace) an environment variable\n"
+     "  -u, --user UID[:GID]      run as UID (and GID)\n"
+     "  -g, --additional-gids GID add a supplementary group\n"
+     "  -c, --cap CAP             add CAP to the bounding, effective and "
+     "permitted sets\n"
+     "      --no-new-privs        set no_new_privs\n"
+     "      --apparmor PROFILE    accepted; not applied (warns)\n"
+     "      --process-label LABEL accepted; not applied (warns)\n"
+     "      --preserve-fds N      pass fds 3 .. 3+N-1 on to the process\n"
+     "      --ignore-paused       exec even into a paused container\n"
+     "The container must be running. Unset options come from its config.json\n"
+     "process, and seccomp from its linux.seccomp. Exit status: the process's\n"
+     "(128+N when killed by signal N); 255 when it could not be started.\n"},
     {"pause", cmd_pause, "pause ID",
      "freeze every process of a created or running container (cgroup "
      "freezer)",
@@ -88,8 +113,11 @@ static const struct command commands[] = {
     {"list", cmd_list, "list [--format table|json] [-q]", "list containers",
      "  -f, --format table|json   output format (default: table)\n"
      "  -q, --quiet               print only the ids\n"},
-    {"spec", cmd_spec, "spec [--bundle DIR]", "write a default config.json",
-     "  -b, --bundle DIR          where to write config.json (default: .)\n"},
+    {"spec", cmd_spec, "spec [--bundle DIR] [--rootless]",
+     "write a default config.json",
+     "  -b, --bundle DIR          where to write config.json (default: .)\n"
+     "      --rootless            a user namespace mapping root to your ids,\n"
+     "                            no network namespace (as runc)\n"},
     {"features", cmd_features, "features",
      "print the features coil supports (JSON)", ""},
     {"py", cmd_py,
@@ -127,12 +155,20 @@ void cmd_print_help(const struct command *c) {
   printf("  -h, --help                show this help\n");
 }
 
+/* What follows exec's ID is the process's own command line, so its help
+ * is looked for only before the first operand. */
+static bool operand_ends_options(const struct command *c) {
+  return c->fn == cmd_exec;
+}
+
 bool cmd_wants_help(const char *name, int argc, char **argv) {
+  const struct command *c = cmd_find(name);
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--") == 0)
+    if (strcmp(argv[i], "--") == 0 ||
+        (operand_ends_options(c) && argv[i][0] != '-'))
       break;
     if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      cmd_print_help(cmd_find(name));
+      cmd_print_help(c);
       return true;
     }
   }
@@ -149,15 +185,17 @@ int cmd_usage_error(const char *name, const char *fmt, ...) {
   return EXIT_ERR;
 }
 
-/* The commands whose container init is a clone of this process. */
+/* The commands whose container process (init, or exec's) is a clone of
+ * this process. */
 static bool spawns_init(const struct command *c) {
-  return c->fn == cmd_create || c->fn == cmd_run || c->fn == cmd_py;
+  return c->fn == cmd_create || c->fn == cmd_run || c->fn == cmd_py ||
+         c->fn == cmd_exec;
 }
 
 /* The commands whose arguments after the ID belong to another program (ps's
  * options), so a -h there is theirs: they parse their own -h before the ID,
  * as runc does. */
-static bool passes_args(const struct command *c) { return c->fn == cmd_ps; }
+static bool parses_own_help(const struct command *c) { return c->fn == cmd_ps; }
 
 static void print_main_help(void) {
   printf("usage: coil [global options] COMMAND [options] [ARGS]\n\n"
@@ -262,7 +300,7 @@ int main(int argc, char **argv) {
   }
   int cargc = argc - optind;
   char **cargv = argv + optind;
-  if (!passes_args(cmd) && cmd_wants_help(cmd->name, cargc, cargv))
+  if (!parses_own_help(cmd) && cmd_wants_help(cmd->name, cargc, cargv))
     return EXIT_OK;
   /* Before anything of the command runs: its init is a clone of this
    * process, so this process must not be the host's writable binary. */

@@ -106,7 +106,8 @@ int cmd_list(const struct global_opts *g, int argc, char **argv) {
 }
 
 /* A runnable default: like runc's, but without a terminal (so create and
- * run --detach need no console socket) and with a size-capped /tmp. */
+ * run --detach need no console socket) and with a size-capped /tmp. The
+ * namespaces go in at %s. */
 static const char default_spec[] =
     "{\n"
     "  \"ociVersion\": \"" COIL_OCI_VERSION "\",\n"
@@ -157,10 +158,7 @@ static const char default_spec[] =
     "\"size=65536k\"]}\n"
     "  ],\n"
     "  \"linux\": {\n"
-    "    \"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"network\"}, "
-    "{\"type\": \"ipc\"},\n"
-    "                   {\"type\": \"uts\"}, {\"type\": \"mount\"}, {\"type\": "
-    "\"cgroup\"}],\n"
+    "%s"
     "    \"maskedPaths\": [\"/proc/acpi\", \"/proc/asound\", \"/proc/kcore\", "
     "\"/proc/keys\",\n"
     "      \"/proc/latency_stats\", \"/proc/timer_list\", "
@@ -172,12 +170,40 @@ static const char default_spec[] =
     "  }\n"
     "}\n";
 
+static const char root_namespaces[] =
+    "    \"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"network\"}, "
+    "{\"type\": \"ipc\"},\n"
+    "                   {\"type\": \"uts\"}, {\"type\": \"mount\"}, "
+    "{\"type\": \"cgroup\"}],\n";
+
+/* As runc's spec --rootless: a user namespace mapping container root to the
+ * caller's ids (one each, all an unprivileged user may map) and no network
+ * namespace (its loopback only would be of no use; runc leaves it out
+ * too). The default has no resources and no uid=/gid= mount options, which
+ * runc also drops. */
+static char *rootless_namespaces(void) {
+  char *s = NULL;
+  if (asprintf(&s,
+               "    \"namespaces\": [{\"type\": \"pid\"}, {\"type\": "
+               "\"ipc\"}, {\"type\": \"uts\"},\n"
+               "                   {\"type\": \"mount\"}, {\"type\": "
+               "\"cgroup\"}, {\"type\": \"user\"}],\n"
+               "    \"uidMappings\": [{\"containerID\": 0, \"hostID\": %u, "
+               "\"size\": 1}],\n"
+               "    \"gidMappings\": [{\"containerID\": 0, \"hostID\": %u, "
+               "\"size\": 1}],\n",
+               (unsigned)geteuid(), (unsigned)getegid()) < 0)
+    return NULL;
+  return s;
+}
+
 int cmd_spec(const struct global_opts *g, int argc, char **argv) {
   (void)g;
   static const struct option opts[] = {{"bundle", required_argument, NULL, 'b'},
                                        {"rootless", no_argument, NULL, 'r'},
                                        {NULL, 0, NULL, 0}};
   const char *bundle = ".";
+  bool rootless = false;
   optind = 1;
   opterr = 0;
   int c;
@@ -185,7 +211,7 @@ int cmd_spec(const struct global_opts *g, int argc, char **argv) {
     if (c == 'b')
       bundle = optarg;
     else if (c == 'r')
-      return cmd_usage_error("spec", "--rootless is not supported");
+      rootless = true;
     else
       return cmd_usage_error("spec", "unknown or incomplete option \"%s\"",
                              argv[optind - 1]);
@@ -204,8 +230,16 @@ int cmd_spec(const struct global_opts *g, int argc, char **argv) {
       log_error("spec: create %s: %s", path, strerror(errno));
     return EXIT_ERR;
   }
-  size_t len = sizeof default_spec - 1;
-  if (write(fd, default_spec, len) != (ssize_t)len) {
+  cleanup_free char *ns = rootless ? rootless_namespaces() : NULL;
+  cleanup_free char *text = NULL;
+  if ((rootless && !ns) ||
+      asprintf(&text, default_spec, rootless ? ns : root_namespaces) < 0) {
+    log_error("spec: out of memory");
+    unlink(path);
+    return EXIT_ERR;
+  }
+  size_t len = strlen(text);
+  if (write(fd, text, len) != (ssize_t)len) {
     log_error("spec: write %s: %s", path, strerror(errno));
     unlink(path);
     return EXIT_ERR;

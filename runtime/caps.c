@@ -77,6 +77,11 @@ static int check_subset(const struct coil_caps *c, enum coil_cap_set set,
                         set_names[of]);
 }
 
+int caps_number(const char *name) {
+  int v = cap_lookup(name);
+  return v >= 0 && v < cap_max_bits() && v < CAP_NUMBERS ? v : -1;
+}
+
 int caps_parse(const struct coil_process *p, struct coil_caps *out,
                struct coil_error *err) {
   memset(out, 0, sizeof *out);
@@ -88,12 +93,14 @@ int caps_parse(const struct coil_process *p, struct coil_caps *out,
     for (size_t i = 0; i < p->caps[set].n; i++) {
       const char *name = p->caps[set].v[i];
       int v = cap_lookup(name);
-      if (v < 0) {
-        log_warn("process.capabilities.%s[%zu]: unknown capability \"%s\", "
-                 "ignored",
-                 set_names[set], i, name);
-        continue;
-      }
+      /* The runtime spec: a value that cannot be mapped to the kernel
+       * MUST be an error. A known name newer than the running kernel is
+       * only warned about, as runc does. */
+      if (v < 0)
+        return coil_error_set(err, EINVAL,
+                              "process.capabilities.%s[%zu]: unknown "
+                              "capability \"%s\"",
+                              set_names[set], i, name);
       if (v >= max || v >= CAP_NUMBERS) {
         log_warn("process.capabilities.%s[%zu]: %s is not supported by the "
                  "running kernel, ignored",

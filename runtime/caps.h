@@ -20,6 +20,10 @@ struct coil_caps {
 int caps_parse(const struct coil_process *p, struct coil_caps *out,
                struct coil_error *err);
 
+/* The number of a capability name ("CAP_NET_ADMIN", any case); -1 when
+ * unknown or beyond what the running kernel has. */
+int caps_number(const char *name);
+
 /* Switches to uid/gid with exactly these supplementary groups, keeping the
  * permitted capabilities across the switch (PR_SET_KEEPCAPS) so that
  * caps_apply can still shape every set afterwards, and the parent-death

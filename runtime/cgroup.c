@@ -120,6 +120,13 @@ static void first_fields(const struct coil_resources *res,
       {res->has_memory_reservation, CG_MEMORY,
        "linux.resources.memory.reservation"},
       {res->has_memory_swap, CG_MEMORY, "linux.resources.memory.swap"},
+      {res->has_memory_kernel, CG_MEMORY, "linux.resources.memory.kernel"},
+      {res->has_memory_kernel_tcp, CG_MEMORY,
+       "linux.resources.memory.kernelTCP"},
+      {res->has_memory_swappiness, CG_MEMORY,
+       "linux.resources.memory.swappiness"},
+      {res->memory_disable_oom_killer, CG_MEMORY,
+       "linux.resources.memory.disableOOMKiller"},
       {res->has_pids_limit, CG_PIDS, "linux.resources.pids.limit"},
       {res->has_cpu_shares, CG_CPU, "linux.resources.cpu.shares"},
       {res->has_cpu_quota, CG_CPU, "linux.resources.cpu.quota"},
@@ -884,6 +891,21 @@ int cgroup_pids(const struct coil_cgroup *cg, pid_t **pids, size_t *n,
   *pids = l.v;
   *n = l.n;
   return 0;
+}
+
+bool cgroup_holds(const struct coil_cgroup *cg, pid_t pid) {
+  for (size_t i = 0; i < cg->n; i++) {
+    struct pid_list l = {0};
+    struct coil_error ignored;
+    bool found = false;
+    if (collect_pids(cg->dirs[i].path, &l, &ignored) == 0)
+      for (size_t k = 0; k < l.n && !found; k++)
+        found = l.v[k] == pid;
+    free(l.v);
+    if (found)
+      return true;
+  }
+  return false;
 }
 
 unsigned long long cg_read_key(const struct cg_dir *d, const char *file,

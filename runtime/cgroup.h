@@ -73,6 +73,10 @@ size_t cgroup_own_dirs(const struct coil_cgroup *cg, const char **dirs,
 int cgroup_pids(const struct coil_cgroup *cg, pid_t **pids, size_t *n,
                 struct coil_error *err);
 
+/* Whether pid is in the container's cgroup (or below it) in any of its
+ * hierarchies: a client may move a process to its own cgroup in one. */
+bool cgroup_holds(const struct coil_cgroup *cg, pid_t pid);
+
 /* True when the memory controller recorded an OOM kill in this cgroup. */
 bool cgroup_oom_killed(const struct coil_cgroup *cg);
 

@@ -87,6 +87,39 @@ static bool swap_first(const struct cg_dir *d, const struct coil_resources *res,
   return strtoull(cur, NULL, 10) <= (unsigned long long)res->memory_swap;
 }
 
+/* kernelTCP, swappiness and disableOOMKiller have v1 files, as runc writes
+ * them; the kernel memory limit no longer does anything (Linux 5.16 made
+ * memory.kmem.limit_in_bytes a no-op, 6.x drops it), so it is only warned
+ * about, as runc ignores it. */
+static int v1_memory_extras(const struct cg_dir *d,
+                            const struct coil_resources *r,
+                            struct coil_error *err) {
+  static bool warned_kernel;
+  char v[32];
+  if (r->has_memory_kernel && !warned_kernel) {
+    warned_kernel = true;
+    log_warn("linux.resources.memory.kernel: ignored: the kernel no longer "
+             "limits kernel memory on its own");
+  }
+  if (r->has_memory_kernel_tcp) {
+    snprintf(v, sizeof v, "%" PRId64, r->memory_kernel_tcp);
+    if (cg_set(d, "linux.resources.memory.kernelTCP",
+               "memory.kmem.tcp.limit_in_bytes", v, err) < 0)
+      return -1;
+  }
+  if (r->has_memory_swappiness) {
+    snprintf(v, sizeof v, "%" PRIu64, r->memory_swappiness);
+    if (cg_set(d, "linux.resources.memory.swappiness", "memory.swappiness", v,
+               err) < 0)
+      return -1;
+  }
+  if (r->memory_disable_oom_killer &&
+      cg_set(d, "linux.resources.memory.disableOOMKiller", "memory.oom_control",
+             "1", err) < 0)
+    return -1;
+  return 0;
+}
+
 static int v1_memory(const struct cg_dir *d, const char *root,
                      const struct coil_resources *res, struct coil_error *err) {
   char v[32];
@@ -115,7 +148,9 @@ static int v1_memory(const struct cg_dir *d, const char *root,
                "memory.soft_limit_in_bytes", v, err) < 0)
       return -1;
   }
-  return swap && !early ? v1_swap(d, root, &r, err) : 0;
+  if (swap && !early && v1_swap(d, root, &r, err) < 0)
+    return -1;
+  return v1_memory_extras(d, &r, err);
 }
 
 static int v1_cpu(const struct cg_dir *d, const struct coil_resources *res,

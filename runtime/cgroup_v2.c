@@ -97,6 +97,28 @@ static int v2_swap(const struct cg_dir *d, const struct coil_resources *res,
   return cg_set(d, field, "memory.swap.max", v, err);
 }
 
+/* cgroup v2 has no file for these; runc ignores them there without a word,
+ * coil says so (once each). */
+static void v2_memory_unsupported(const struct coil_resources *res) {
+  static bool warned[4];
+  const struct {
+    bool set;
+    const char *field;
+  } fields[] = {
+      {res->has_memory_kernel, "kernel"},
+      {res->has_memory_kernel_tcp, "kernelTCP"},
+      {res->has_memory_swappiness, "swappiness"},
+      {res->memory_disable_oom_killer, "disableOOMKiller"},
+  };
+  for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+    if (fields[i].set && !warned[i]) {
+      warned[i] = true;
+      log_warn("linux.resources.memory.%s: ignored: cgroup v2 has no such "
+               "setting",
+               fields[i].field);
+    }
+}
+
 static int v2_memory(const struct cg_dir *d, const char *root,
                      const struct coil_resources *res, struct coil_error *err) {
   (void)root;
@@ -112,6 +134,7 @@ static int v2_memory(const struct cg_dir *d, const char *root,
         0)
       return -1;
   }
+  v2_memory_unsupported(res);
   return v2_swap(d, res, err);
 }
 

@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -205,15 +206,34 @@ static const struct jw_object device_obj =
 
 /* ---- linux.resources --------------------------------------------------- */
 
-/* -1 means unlimited for all three. */
+/* As runc: swappiness is a percentage. */
+static int memory_check(struct jw_walk *w, yajl_val v, void *dst) {
+  (void)v;
+  const struct coil_resources *r = dst;
+  if (r->has_memory_swappiness && r->memory_swappiness > 100) {
+    jw_push_key(w, "swappiness");
+    return jw_fail(w, "%" PRIu64 " is not in 0-100", r->memory_swappiness);
+  }
+  return 0;
+}
+
+/* -1 means unlimited for all byte counts. */
 static const struct jw_field memory_fields[] = {
     JW_INT64("limit", res_t, memory_limit, JW_HAS(res_t, has_memory_limit), -1,
              0),
     JW_INT64("reservation", res_t, memory_reservation,
              JW_HAS(res_t, has_memory_reservation), -1, 0),
     JW_INT64("swap", res_t, memory_swap, JW_HAS(res_t, has_memory_swap), -1, 0),
+    JW_INT64("kernel", res_t, memory_kernel, JW_HAS(res_t, has_memory_kernel),
+             -1, 0),
+    JW_INT64("kernelTCP", res_t, memory_kernel_tcp,
+             JW_HAS(res_t, has_memory_kernel_tcp), -1, 0),
+    JW_UINT64("swappiness", res_t, memory_swappiness,
+              JW_HAS(res_t, has_memory_swappiness), 0),
+    JW_BOOLEAN("disableOOMKiller", res_t, memory_disable_oom_killer),
 };
-static const struct jw_object memory_obj = JW_TABLE(res_t, memory_fields, NULL);
+static const struct jw_object memory_obj =
+    JW_TABLE(res_t, memory_fields, memory_check);
 
 static const struct jw_field pids_fields[] = {
     JW_INT64("limit", res_t, pids_limit, JW_HAS(res_t, has_pids_limit),
@@ -558,6 +578,27 @@ int config_parse_resources(const char *buf, size_t len, const char *name,
 void config_resources_free(struct coil_resources *r) {
   jw_free_object(&resources_obj, r);
   *r = (struct coil_resources){0};
+}
+
+int config_parse_process(const char *buf, size_t len, const char *name,
+                         struct coil_process *out, struct coil_error *err) {
+  *out = (struct coil_process){0};
+  __attribute__((cleanup(tree_freep))) yajl_val tree = NULL;
+  if (parse_tree(buf, len, name, &tree, err) < 0)
+    return -1;
+  /* Errors name the field as in config.json. */
+  struct jw_walk w = {.err = err};
+  jw_push_key(&w, "process");
+  if (jw_read_object(&w, &process_obj, tree, out) < 0) {
+    config_process_free(out);
+    return coil_error_prefix(err, "%s", name);
+  }
+  return 0;
+}
+
+void config_process_free(struct coil_process *p) {
+  jw_free_object(&process_obj, p);
+  *p = (struct coil_process){0};
 }
 
 static bool mount_is_bind(const struct coil_mount *m) {

@@ -127,6 +127,10 @@ struct coil_device_rule {
 struct coil_resources {
   bool has_memory_limit, has_memory_reservation, has_memory_swap;
   int64_t memory_limit, memory_reservation, memory_swap; /* bytes; -1 = max */
+  bool has_memory_kernel, has_memory_kernel_tcp, has_memory_swappiness;
+  int64_t memory_kernel, memory_kernel_tcp; /* bytes; -1 = max */
+  uint64_t memory_swappiness;               /* 0-100 */
+  bool memory_disable_oom_killer;
   bool has_pids_limit;
   int64_t pids_limit; /* <= 0 = max */
   bool has_cpu_shares, has_cpu_quota, has_cpu_period;
@@ -242,6 +246,13 @@ void config_free(struct coil_config *c);
 int config_parse_resources(const char *buf, size_t len, const char *name,
                            struct coil_resources *out, struct coil_error *err);
 void config_resources_free(struct coil_resources *r);
+
+/* Parses a document holding one runtime-spec process object (exec
+ * --process); name (the file) prefixes errors, which name the field as
+ * "process.args". */
+int config_parse_process(const char *buf, size_t len, const char *name,
+                         struct coil_process *out, struct coil_error *err);
+void config_process_free(struct coil_process *p);
 
 /* Makes a bind mount's relative mounts[].source absolute against the bundle
  * directory (an absolute path), as the runtime spec says: never against the

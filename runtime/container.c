@@ -32,6 +32,7 @@
 #include "mountopts.h"
 #include "namespaces.h"
 #include "oci_state.h"
+#include "pidfile.h"
 #include "rlimits.h"
 #include "seccomp_profile.h"
 #include "state.h"
@@ -78,19 +79,46 @@ static void warn_lsm(const struct coil_config *cfg) {
                      : "the host has no SELinux");
 }
 
+/* A container without a mount namespace of its own (none listed, or one
+ * joined by path) shares its mounts with other processes, the host's when
+ * it shares the runtime's: coil then mounts nothing and only chroots into
+ * root.path. What cannot be had without a mount is refused; the mounts
+ * list (which the default spec always has) is left out with a warning. */
+static int shared_mount_ns_check(const struct coil_config *cfg,
+                                 struct coil_error *err) {
+  if (namespaces_wants_new(&cfg->lnx, CLONE_NEWNS))
+    return 0;
+  static const char why[] = "needs a mount namespace of the container's own "
+                            "(a new \"mount\" in linux.namespaces)";
+  if (cfg->root_readonly)
+    return coil_error_set(err, EINVAL, "root.readonly: %s", why);
+  if (cfg->lnx.masked_paths.n)
+    return coil_error_set(err, EINVAL, "linux.maskedPaths: %s", why);
+  if (cfg->lnx.readonly_paths.n)
+    return coil_error_set(err, EINVAL, "linux.readonlyPaths: %s", why);
+  if (cfg->n_mounts)
+    log_warn("mounts: not mounted: the container shares its mount namespace, "
+             "where coil changes nothing");
+  if (cfg->lnx.n_devices)
+    log_warn("linux.devices: not created: the container shares its mount "
+             "namespace, where coil changes nothing");
+  if (cfg->lnx.rootfs_propagation)
+    log_warn("linux.rootfsPropagation: ignored: the container shares its "
+             "mount namespace, where coil changes nothing");
+  return 0;
+}
+
 /* Everything in the config that can be checked without side effects is
  * checked here, before any state, cgroup or process exists. */
 static int validate_config(const struct coil_config *cfg,
-                           const struct coil_create_opts *o, bool pivot,
+                           const struct coil_create_opts *o, bool own_rootfs,
                            struct coil_error *err) {
-  if (!cfg->has_process)
-    return coil_error_set(err, EINVAL,
-                          "process: required to create a container");
-  if (cfg->process.args.n == 0)
+  /* The runtime spec lets create go without a process (start must then
+   * fail): init waits as usual and container_start refuses. */
+  if (cfg->has_process && cfg->process.args.n == 0)
     return coil_error_set(err, EINVAL, "process.args: must not be empty");
-  if (pivot && !namespaces_wants_new(&cfg->lnx, CLONE_NEWNS))
-    return coil_error_set(err, EINVAL,
-                          "linux.namespaces: coil needs a new mount namespace");
+  if (own_rootfs && shared_mount_ns_check(cfg, err) < 0)
+    return -1;
   if (cfg->process.terminal && !o->console_socket && !o->terminal_fd)
     return coil_error_set(err, EINVAL,
                           "process.terminal: true needs --console-socket "
@@ -139,35 +167,6 @@ static int resolve_rootfs(const struct coil_config *cfg, const char *bundle,
                           joined);
   }
   *out = real;
-  return 0;
-}
-
-/* As runc: a fresh temp file beside the target (O_EXCL: a planted link
- * there is not followed), renamed over it (a link at the path itself is
- * replaced, not followed). */
-static int write_pid_file(const char *path, pid_t pid, struct coil_error *err) {
-  cleanup_free char *copy = strdup(path);
-  cleanup_free char *tmp = NULL;
-  if (!copy)
-    return coil_error_sys(err, ENOMEM, "--pid-file");
-  char *slash = strrchr(copy, '/');
-  const char *dir = slash ? (slash == copy ? "/" : copy) : ".";
-  const char *base = slash ? slash + 1 : copy;
-  if (slash)
-    *slash = '\0';
-  if (asprintf(&tmp, "%s/.%s.XXXXXX", dir, base) < 0)
-    return coil_error_sys(err, ENOMEM, "--pid-file");
-  cleanup_close int fd = mkostemp(tmp, O_CLOEXEC);
-  if (fd < 0)
-    return coil_error_sys(err, errno, "--pid-file: create %s", tmp);
-  char buf[32];
-  int n = snprintf(buf, sizeof buf, "%d", pid);
-  if (fchmod(fd, 0644) < 0 || write(fd, buf, (size_t)n) != n ||
-      rename(tmp, path) < 0) {
-    int e = errno;
-    unlink(tmp);
-    return coil_error_sys(err, e, "--pid-file: write %s", path);
-  }
   return 0;
 }
 
@@ -440,10 +439,14 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
   if (sync_send(parent_end, SYNC_GO, payload, err) < 0 ||
       sync_expect(parent_end, SYNC_HOOKS, NULL, 0, err) < 0)
     return -1;
+  /* The runtime spec's statuses go by its lifecycle steps: "creating" is
+   * step 2, making the environment; these hooks are steps 3 and 4, after
+   * it, so "created" (as crun and runtime-tools' hooks_stdin; runc says
+   * "creating"). */
   if (cfg->hooks[COIL_HOOK_PRESTART].n ||
       cfg->hooks[COIL_HOOK_CREATE_RUNTIME].n) {
     cleanup_free char *st =
-        hook_state(x->o->id, "creating", pid, x->bundle, cfg);
+        hook_state(x->o->id, "created", pid, x->bundle, cfg);
     if (hooks_run(cfg, COIL_HOOK_PRESTART, st ? st : "{}", err) < 0 ||
         hooks_run(cfg, COIL_HOOK_CREATE_RUNTIME, st ? st : "{}", err) < 0)
       return -1;
@@ -612,7 +615,7 @@ static int container_create_parsed(const struct coil_create_opts *o,
     r = state_write(x.dirfd, &st, err);
   }
   if (r == 0 && o->pid_file)
-    r = write_pid_file(o->pid_file, x.pid, err);
+    r = pidfile_write(o->pid_file, x.pid, err);
   if (r < 0) {
     create_rollback(&x);
     if (x.relay[0] >= 0)
@@ -667,24 +670,19 @@ static int open_state(const char *root, const char *id, bool lock,
 }
 
 /* Whether the recorded pid is still the container's init: the same start
- * time and, when the container has a cgroup, a member of it, so a pid
- * recycled (or named by a tampered state) is never signalled. */
+ * time and, when the container has a cgroup, a member of it in some
+ * hierarchy, so a pid recycled (or named by a tampered state) is never
+ * signalled, while an init a client moved to a cgroup of its own in one
+ * hierarchy (as the runtime spec allows) is still the container's. */
 static bool init_is_ours(const struct coil_state *st) {
   if (st->pid <= 0 || state_pid_start_time(st->pid) != st->pid_start)
     return false;
   if (!st->cgroup)
     return true;
   cleanup_cgroup struct coil_cgroup *cg = NULL;
-  cleanup_free pid_t *pids = NULL;
-  size_t n = 0;
   struct coil_error ignored;
-  if (cgroup_deserialize(st->cgroup, &cg, &ignored) < 0 ||
-      cgroup_pids(cg, &pids, &n, &ignored) < 0)
-    return false;
-  for (size_t i = 0; i < n; i++)
-    if (pids[i] == st->pid)
-      return true;
-  return false;
+  return cgroup_deserialize(st->cgroup, &cg, &ignored) == 0 &&
+         cgroup_holds(cg, st->pid);
 }
 
 static bool is_frozen(const struct coil_state *st) {
@@ -714,6 +712,12 @@ static bool is_live(enum coil_status s) {
          s == COIL_STATUS_PAUSED;
 }
 
+static long long boot_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
 static void stop_after_failed_poststart(const struct coil_state *st);
 
 int container_start(const char *root, const char *id, struct coil_error *err) {
@@ -731,6 +735,11 @@ int container_start(const char *root, const char *id, struct coil_error *err) {
   cleanup_config struct coil_config *cfg = NULL;
   if (load_state_config(dirfd, &cfg, err) < 0)
     return -1;
+  if (!cfg->has_process)
+    return coil_error_set(err, EINVAL,
+                          "start container \"%s\": its config has no "
+                          "process to run (delete it with --force)",
+                          id);
   cleanup_close int conn = start_socket_connect(dirfd, err);
   if (conn < 0)
     return -1;
@@ -750,6 +759,7 @@ int container_start(const char *root, const char *id, struct coil_error *err) {
     return coil_error_set(err, EIO, "start container \"%s\": %s", id, msg);
   log_debug("start %s: init %d exec'd process.args", id, st->pid);
   st->started = true;
+  st->started_boot_ms = boot_ms();
   if (state_write(dirfd, st, err) < 0)
     return -1;
   if (cfg->hooks[COIL_HOOK_POSTSTART].n) {
@@ -785,6 +795,61 @@ static int signal_init(const struct coil_state *st, int sig,
   return 0;
 }
 
+/* How long after start a signal may wait for init to settle. */
+#define JUST_STARTED_MS 2000
+#define SETTLE_CHECK_MS 5
+
+/* Whether init is not yet ready for sig: it is the init of a pid namespace,
+ * which gets from outside only SIGKILL, SIGSTOP and the signals it catches,
+ * blocks or ignores (any other is dropped, not left pending), and either
+ * takes none of those ways, or has just begun to and is still running on
+ * rather than waiting (a shell runs a trap between two commands, so a
+ * signal caught before its `wait` is handled before what it waits for
+ * starts). */
+static bool init_unsettled(pid_t pid, int sig) {
+  if (sig == SIGKILL || sig == SIGSTOP || sig <= 0 || sig > 64)
+    return false;
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/status", pid);
+  cleanup_fclose FILE *f = fopen(path, "re");
+  if (!f)
+    return false;
+  char line[512];
+  bool ns_init = false, running = false;
+  unsigned long long taken = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "NSpid:", 6) == 0) {
+      char *last = strrchr(line, '\t');
+      ns_init = last && last != strchr(line, '\t') && atoi(last + 1) == 1;
+    } else if (strncmp(line, "State:", 6) == 0) {
+      running = line[6 + strspn(line + 6, " \t")] == 'R';
+    } else if (strncmp(line, "SigBlk:", 7) == 0 ||
+               strncmp(line, "SigIgn:", 7) == 0 ||
+               strncmp(line, "SigCgt:", 7) == 0) {
+      taken |= strtoull(line + 7, NULL, 16);
+    }
+  }
+  return ns_init && (!(taken & (1ULL << (sig - 1))) || running);
+}
+
+/* A process just exec'd by start has had no time to install its handlers
+ * (a shell's trap, a server's SIGTERM handler): a signal sent to it as the
+ * init of its pid namespace would vanish although the container is
+ * "running". As runc's kill is never lost that way (its init, not yet
+ * exec'd, takes the signal), kill waits for init to settle, but only
+ * within JUST_STARTED_MS of start: a program that never handles the signal
+ * gets it (and drops it) at once after that. */
+static void wait_until_settled(const struct coil_state *st, int sig) {
+  /* A start time in the future is no state coil wrote: no wait. */
+  if (!st->started || !st->started_boot_ms || st->started_boot_ms > boot_ms())
+    return;
+  long long until = st->started_boot_ms + JUST_STARTED_MS;
+  while (boot_ms() < until && init_unsettled(st->pid, sig)) {
+    struct timespec ts = {0, SETTLE_CHECK_MS * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+}
+
 static int signal_all(const struct coil_cgroup *cg, int sig,
                       struct coil_error *err) {
   cleanup_free pid_t *pids = NULL;
@@ -814,6 +879,8 @@ int container_kill(const char *root, const char *id, int sig, bool all,
     return -1;
   if (s == COIL_STATUS_STOPPED)
     return cg ? signal_all(cg, sig, err) : 0;
+  if (s == COIL_STATUS_RUNNING)
+    wait_until_settled(st, sig);
   if ((all && cg ? signal_all(cg, sig, err) : signal_init(st, sig, err)) < 0)
     return -1;
   /* A frozen task takes its SIGKILL only once thawed (v1): as runc, thaw
@@ -894,7 +961,11 @@ int container_delete(const char *root, const char *id, bool force,
   enum coil_status s = status_of(&d, st, true);
   log_debug("delete %s: status %s%s", id, state_status_name(s),
             force ? ", forced" : "");
-  if ((s == COIL_STATUS_RUNNING || s == COIL_STATUS_PAUSED) && !force)
+  /* The runtime spec: deleting a container that is not stopped MUST fail;
+   * a created one too (its init is waiting for start), unlike runc, which
+   * kills it. Clients kill first or use --force (podman: delete --force;
+   * containerd: kill, wait, delete). */
+  if (s != COIL_STATUS_STOPPED && !force)
     return coil_error_set(err, EBUSY,
                           "container \"%s\" is %s: stop it first or use "
                           "delete --force",
@@ -1033,6 +1104,46 @@ int container_update(const char *root, const char *id,
   if (cgroup_update(cg, res, err) < 0)
     return coil_error_prefix(err, "update container \"%s\"", id);
   return 0;
+}
+
+int container_view(const char *root, const char *id,
+                   struct coil_container_view *v, struct coil_error *err) {
+  *v = (struct coil_container_view){.pidfd = -1};
+  cleanup_state_dir struct coil_state_dir d = COIL_STATE_DIR_INIT;
+  cleanup_state struct coil_state *st = NULL;
+  if (open_state(root, id, true, &d, &st, err) < 0)
+    return -1;
+  /* Opened before the check: when the check finds the recorded init, the
+   * pidfd is that process and cannot come to name another. */
+  cleanup_close int pidfd =
+      st->pid > 0 ? (int)syscall(SYS_pidfd_open, st->pid, 0) : -1;
+  v->status = status_of(&d, st, true);
+  if (v->status == COIL_STATUS_CREATING)
+    v->status = COIL_STATUS_STOPPED;
+  if (!is_live(v->status))
+    return 0;
+  if (pidfd < 0)
+    return coil_error_sys(err, errno, "container \"%s\": pidfd_open %d", id,
+                          st->pid);
+  if (load_state_config(d.fd, &v->cfg, err) < 0)
+    return -1;
+  if (st->cgroup && cgroup_deserialize(st->cgroup, &v->cgroup, err) < 0) {
+    container_view_free(v);
+    return -1;
+  }
+  v->pid = st->pid;
+  v->pidfd = steal_fd(pidfd);
+  return 0;
+}
+
+void container_view_free(struct coil_container_view *v) {
+  if (v->cfg)
+    config_free(v->cfg);
+  if (v->cgroup)
+    cgroup_free(v->cgroup);
+  if (v->pidfd >= 0)
+    close(v->pidfd);
+  *v = (struct coil_container_view){.pidfd = -1};
 }
 
 static void limits_of(const struct coil_state *st,

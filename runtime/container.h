@@ -9,6 +9,7 @@
 
 #include "error.h"
 #include "payload.h"
+#include "state.h"
 
 struct coil_create_opts {
   const char *root;
@@ -54,6 +55,23 @@ struct coil_resources;
 /* Writes the limits res sets into a live container's cgroups. */
 int container_update(const char *root, const char *id,
                      const struct coil_resources *res, struct coil_error *err);
+
+struct coil_cgroup;
+struct coil_config;
+/* A container as exec sees it, read under the state lock (released on
+ * return). For a live status (created, running, paused) pid and pidfd are
+ * its init's, checked as kill checks them, and cfg is the stored config;
+ * otherwise only status is set. */
+struct coil_container_view {
+  enum coil_status status;
+  pid_t pid;
+  int pidfd;
+  struct coil_config *cfg;
+  struct coil_cgroup *cgroup; /* NULL without one */
+};
+int container_view(const char *root, const char *id,
+                   struct coil_container_view *v, struct coil_error *err);
+void container_view_free(struct coil_container_view *v);
 
 /* The OCI state JSON of one container (malloc'd). */
 int container_state_json(const char *root, const char *id, bool pretty,

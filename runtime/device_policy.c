@@ -191,12 +191,15 @@ static int apply(struct dev_policy *p, const struct dev_rule *key,
     return 0;
   }
   /* A request is checked against one exception at a time: each gets the
-   * bits of the exceptions covering it, so bits granted by different rules
-   * still add up for one device. */
+   * read and write bits of the exceptions covering it, so bits granted by
+   * different rules still add up for one device (an open asks for both).
+   * Mknod is always asked alone, so a wider rule's m already answers it:
+   * it is not copied, and each exception stays the rule as written (as
+   * runc and crun write them, and as the conformance suite reads them). */
   unsigned access = key->access;
   for (size_t i = 0; i < p->n; i++)
     if (covers(&p->ex[i], key))
-      access |= p->ex[i].access;
+      access |= p->ex[i].access & ~DEV_MKNOD;
   bool exact = false;
   for (size_t i = 0; i < p->n; i++) {
     struct dev_rule *e = &p->ex[i];
@@ -204,7 +207,7 @@ static int apply(struct dev_policy *p, const struct dev_rule *key,
     if (same)
       e->access |= access;
     else if (covers(key, e))
-      e->access |= key->access;
+      e->access |= key->access & ~DEV_MKNOD;
     exact |= same;
   }
   if (exact)

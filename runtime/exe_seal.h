@@ -1,6 +1,6 @@
-/* Running from a sealed copy of coil, so no container can reach the host's
- * binary through /proc/PID/exe (CVE-2019-5736): container init is a clone of
- * coil, and in Python sandbox mode it never execs. */
+/* Running from a protected handle on coil, so no container can reach the
+ * host's binary, writable, through /proc/PID/exe (CVE-2019-5736): container
+ * init is a clone of coil, and in Python sandbox mode it never execs. */
 #ifndef COIL_EXE_SEAL_H
 #define COIL_EXE_SEAL_H
 
@@ -8,10 +8,13 @@
 
 #include "error.h"
 
-/* Returns 0 when /proc/self/exe is already a sealed memfd. Otherwise copies
- * it into one, seals it and re-executes it with argv and the environment,
- * and does not return; -1 with err when that fails. Only the seals of the
- * running binary decide: nothing in the environment can skip the copy. */
+/* Returns 0 when /proc/self/exe is already protected: a read-only mount
+ * that no mount namespace holds, or a sealed memfd. Otherwise re-executes
+ * coil from such a handle with argv and the environment, and does not
+ * return: from a detached read-only bind mount of the binary (no copy), or,
+ * where the kernel or the caller's privileges allow no such mount, from a
+ * sealed memfd copy. -1 with err when neither can be made. Only the running
+ * binary's mount or seals decide: nothing in the environment can skip it. */
 int exe_seal_ensure(char **argv, struct coil_error *err);
 
 /* The path of the binary coil was started from: remembered across the

@@ -2,19 +2,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <limits.h>
-#include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cgroup.h"
@@ -26,8 +19,8 @@
 #include "loopback.h"
 #include "namespaces.h"
 #include "oci_state.h"
-#include "passwd.h"
 #include "pdeath.h"
+#include "privileges.h"
 #include "rootfs.h"
 #include "sync.h"
 #include "sysctl.h"
@@ -62,24 +55,9 @@ static char *state_for_hooks(const struct init_ctx *c, pid_t host_pid,
 }
 
 /* Become root of the new user namespace, so file access checks in the setup
- * use a mapped id. Skipped when 0 is not mapped. */
+ * use a mapped id. */
 static int become_ns_root(const struct coil_linux *l, struct coil_error *err) {
-  if (!namespaces_has(l, CLONE_NEWUSER))
-    return 0;
-  /* EINVAL: 0 is not mapped (a joined namespace may not map it). */
-  if (setresgid(0, 0, 0) < 0)
-    return errno == EINVAL
-               ? 0
-               : coil_error_sys(err, errno,
-                                "setresgid(0) in the user namespace");
-  if (setresuid(0, 0, 0) < 0)
-    return errno == EINVAL
-               ? 0
-               : coil_error_sys(err, errno,
-                                "setresuid(0) in the user namespace");
-  if (setgroups(0, NULL) < 0 && errno != EPERM)
-    return coil_error_sys(err, errno, "setgroups in the user namespace");
-  return 0;
+  return namespaces_has(l, CLONE_NEWUSER) ? privileges_become_ns_root(err) : 0;
 }
 
 static int set_names(const struct coil_config *cfg, struct coil_error *err) {
@@ -96,110 +74,23 @@ static int set_names(const struct coil_config *cfg, struct coil_error *err) {
   return 0;
 }
 
-static bool caps_have_sys_admin(const struct coil_caps *caps) {
-  return caps->configured &&
-         (caps->sets[COIL_CAP_EFFECTIVE] & (1ULL << CAP_SYS_ADMIN));
+static struct privileges privileges_of(const struct init_ctx *c) {
+  return (struct privileges){.p = &c->cfg->process,
+                             .caps = c->caps,
+                             .rlimits = c->rlimits,
+                             .seccomp = c->seccomp,
+                             .keep_ids_and_caps = c->keep_ids_and_caps};
 }
 
-/* Without no_new_privs the kernel only accepts a seccomp filter from a
- * CAP_SYS_ADMIN holder, so then the filter goes in before the id switch. */
-static bool seccomp_goes_first(const struct init_ctx *c) {
-  return c->seccomp && !c->cfg->process.no_new_privileges &&
-         !caps_have_sys_admin(c->caps);
-}
-
-/* struct sigaction as the rt_sigaction system call takes it. */
-struct kernel_sigaction {
-  void (*handler)(int);
-  unsigned long flags;
-  void (*restorer)(void);
-  uint64_t mask;
-};
-
-/* The first real-time signal of the kernel; the C library keeps the
- * numbers from here up to SIGRTMIN for itself. */
-#define KERNEL_SIGRTMIN 32
-
-static int reset_signals(struct coil_error *err) {
-  struct sigaction dfl = {.sa_handler = SIG_DFL};
-  sigemptyset(&dfl.sa_mask);
-  /* SIGKILL and SIGSTOP refuse: they cannot be caught anyway. */
-  for (int s = 1; s < NSIG; s++)
-    sigaction(s, &dfl, NULL);
-  /* sigaction() refuses the C library's own signals, yet an ignored one is
-   * inherited from the caller like any other: reset it through the kernel,
-   * and only when ignored, so the library's handlers stay. */
-  for (int s = KERNEL_SIGRTMIN; s < SIGRTMIN; s++) {
-    struct kernel_sigaction old, kdfl = {.handler = SIG_DFL};
-    if (syscall(SYS_rt_sigaction, s, NULL, &old, sizeof old.mask) == 0 &&
-        old.handler == SIG_IGN &&
-        syscall(SYS_rt_sigaction, s, &kdfl, NULL, sizeof kdfl.mask) < 0)
-      return coil_error_sys(err, errno, "rt_sigaction(%d)", s);
-  }
-  sigset_t none;
-  sigemptyset(&none);
-  if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
-    return coil_error_sys(err, errno, "sigprocmask");
-  return 0;
-}
-
-/* The privilege drop both modes share; a payload (Python sandbox mode) only
- * adds steps after it, and execve only the seccomp filter. Each step is
- * placed where it is still possible and cannot be undone by a later one. */
-static int drop_privileges(const struct init_ctx *c, int conn,
-                           struct coil_error *err) {
-  const struct coil_process *p = &c->cfg->process;
-  /* umask: it shapes only what the process creates, none of the below. */
-  umask(p->has_umask ? p->umask : 022);
-  /* fds: only stdio and the start connection (close-on-exec) survive;
-   * before rlimits, which may lower the NOFILE bound of the fallback. */
-  if (fds_close_except(&conn, 1, err) < 0)
-    return -1;
-  /* rlimits while still privileged: raising a hard limit needs
-   * CAP_SYS_RESOURCE, and the kernel checks RLIMIT_NPROC at the uid switch. */
-  if (rlimits_apply(c->rlimits, err) < 0)
-    return -1;
-  if (seccomp_goes_first(c) && seccomp_profile_load(c->seccomp, err) < 0)
-    return -1;
-  /* ids, then capabilities: setgroups/setresgid/setresuid need CAP_SETGID
-   * and CAP_SETUID, and KEEPCAPS carries the permitted set across the
-   * switch so caps_apply can shape every set afterwards. */
-  if (!c->keep_ids_and_caps &&
-      (caps_switch_ids(p->uid, p->gid, (const gid_t *)p->additional_gids,
-                       p->n_additional_gids, err) < 0 ||
-       caps_apply(c->caps, err) < 0))
-    return -1;
-  /* no_new_privs once the capabilities are final, before any filter:
-   * seccomp and Landlock need it from an unprivileged process. */
-  if (p->no_new_privileges && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-    return coil_error_sys(err, errno, "process.noNewPrivileges: prctl");
-  /* signals: default dispositions and an empty mask. The parent blocked the
-   * forwarded signals before clone so none is lost; they stay blocked until
-   * every privileged step is done, and none of init's state leaks on. */
-  if (reset_signals(err) < 0)
-    return -1;
-  /* cwd last, as the container user: a directory that user cannot enter
-   * fails here, as it would for the process. */
-  if (p->cwd && chdir(p->cwd) < 0)
-    return coil_error_sys(err, errno, "process.cwd: chdir %s", p->cwd);
-  return 0;
-}
-
-static int set_environment(const struct coil_process *p,
-                           struct coil_error *err) {
-  if (clearenv() != 0)
-    return coil_error_set(err, ENOMEM, "process.env: clearenv");
-  for (size_t i = 0; i < p->env.n; i++)
-    if (putenv(p->env.v[i]) != 0)
-      return coil_error_sys(err, errno, "process.env[%zu]: putenv", i);
-  /* As runc: HOME from the container's passwd entry when env has none;
-   * read here, after pivot_root and before the id switch. */
-  if (!getenv("HOME")) {
-    char home[PATH_MAX];
-    passwd_home(p->uid, home, sizeof home);
-    if (setenv("HOME", home, 1) < 0)
-      return coil_error_sys(err, errno, "process.env: setenv HOME");
-  }
+/* The root of a container that shares its mount namespace: chroot, with
+ * nothing mounted or moved. */
+static int chroot_rootfs(const char *rootfs, struct coil_error *err) {
+  if (chdir(rootfs) < 0)
+    return coil_error_sys(err, errno, "root.path: chdir %s", rootfs);
+  if (chroot(".") < 0)
+    return coil_error_sys(err, errno, "root.path: chroot %s", rootfs);
+  if (chdir("/") < 0)
+    return coil_error_sys(err, errno, "root.path: chdir / after chroot");
   return 0;
 }
 
@@ -282,13 +173,19 @@ void init_main(const struct init_ctx *c) {
     fail_sync(sync_fd, &err);
 
   /* 5. The filesystem view: mounts and devices, still with the host root
-   *    visible so bind sources and createContainer hooks resolve. */
+   *    visible so bind sources and createContainer hooks resolve. Only in a
+   *    mount namespace of the container's own: in a shared one (the
+   *    runtime's, or one joined by path) every mount and the pivot would
+   *    change what the other processes there see, so the container is only
+   *    chrooted into its rootfs (validate_config refused what needs a
+   *    mount). */
+  bool own_mounts = namespaces_wants_new(&cfg->lnx, CLONE_NEWNS);
   struct coil_rootfs_opts ro = {
       .rootfs = c->rootfs, .userns = namespaces_has(&cfg->lnx, CLONE_NEWUSER)};
   ro.n_cgroup_dirs =
       cgroup_own_dirs(c->cgroup, ro.cgroup_dirs, ROOTFS_CGROUP_DIRS);
   ro.idmap_trees = c->idmap_trees;
-  if (!c->skip_rootfs && rootfs_prepare(cfg, &ro, &err) < 0)
+  if (!c->skip_rootfs && own_mounts && rootfs_prepare(cfg, &ro, &err) < 0)
     fail_sync(sync_fd, &err);
   log_debug("init: namespaces joined, mounts done");
 
@@ -298,22 +195,29 @@ void init_main(const struct init_ctx *c) {
       sync_expect(sync_fd, SYNC_HOOKS_DONE, NULL, 0, &err) < 0)
     _exit(INIT_FAILED);
   if (cfg->hooks[COIL_HOOK_CREATE_CONTAINER].n) {
-    cleanup_free char *st = state_for_hooks(c, host_pid, "creating");
+    /* Lifecycle step 5, after the environment exists: "created", as the
+     * parent's hooks get. */
+    cleanup_free char *st = state_for_hooks(c, host_pid, "created");
     if (hooks_run(cfg, COIL_HOOK_CREATE_CONTAINER, st ? st : "{}", &err) < 0)
       fail_sync(sync_fd, &err);
   }
 
-  /* 7. pivot_root (never chroot), then masked/read-only paths and the
-   *    read-only root. */
-  if (!c->skip_rootfs &&
+  /* 7. pivot_root (chroot only in a shared mount namespace, as runc), then
+   *    masked/read-only paths and the read-only root. */
+  if (!c->skip_rootfs && own_mounts &&
       (rootfs_pivot(&ro, &err) < 0 ||
        (cfg->process.cwd && rootfs_make_cwd(cfg->process.cwd, &err) < 0) ||
        rootfs_finalize(cfg, &err) < 0))
     fail_sync(sync_fd, &err);
+  if (!c->skip_rootfs && !own_mounts &&
+      (chroot_rootfs(c->rootfs, &err) < 0 ||
+       (cfg->process.cwd && rootfs_make_cwd(cfg->process.cwd, &err) < 0)))
+    fail_sync(sync_fd, &err);
 
   /* As runc: a program that cannot run fails create, not start, so clients
    * see it where they look for it (podman: exit 127 or 126). */
-  if (!c->payload && execpath_check(&cfg->process, &err) < 0)
+  if (!c->payload && cfg->has_process &&
+      execpath_check(&cfg->process, &err) < 0)
     fail_sync(sync_fd, &err);
 
   /* 8. Our own session, so the caller's terminal is never our controlling
@@ -338,16 +242,19 @@ void init_main(const struct init_ctx *c) {
     _exit(INIT_FAILED);
   log_debug("init: started");
 
-  /* 11. The environment, then the privilege drop both modes share. */
-  if (set_environment(&cfg->process, &err) < 0 ||
-      drop_privileges(c, conn, &err) < 0)
+  /* 11. The environment, then the privilege drop both modes share (a
+   *     payload only adds steps after it; only stdio and the start
+   *     connection, close-on-exec, stay open). */
+  struct privileges pv = privileges_of(c);
+  if (privileges_set_environment(&cfg->process, &err) < 0 ||
+      privileges_drop(&pv, &conn, 1, &err) < 0)
     fail_start(conn, &err);
   if (pdeath_parent_gone(conn))
     _exit(INIT_FAILED);
 
   /* 12. seccomp as close to execve as possible, so the profile need not
    *     allow the steps above (a payload brings its own filter). */
-  if (c->seccomp && !seccomp_goes_first(c) &&
+  if (c->seccomp && !privileges_seccomp_first(&pv) &&
       seccomp_profile_load(c->seccomp, &err) < 0)
     fail_start(conn, &err);
 

@@ -351,6 +351,8 @@ int state_write(int dirfd, const struct coil_state *st,
   gen_str(g, "created", st->created);
   yajl_gen_string(g, (const unsigned char *)"started", 7);
   yajl_gen_bool(g, st->started);
+  if (st->started_boot_ms)
+    gen_int(g, "startedBootMs", st->started_boot_ms);
   gen_str(g, "cgroup", st->cgroup);
   if (st->creating) {
     yajl_gen_string(g, (const unsigned char *)"creating", 8);
@@ -422,6 +424,9 @@ int state_read(const struct coil_state_dir *d, const char *id,
   st->pid_start = start ? strtoull(start, NULL, 10) : 0;
   const char *started_path[] = {"started", NULL};
   st->started = YAJL_IS_TRUE(yajl_tree_get(tree, started_path, yajl_t_true));
+  const char *boot_path[] = {"startedBootMs", NULL};
+  v = yajl_tree_get(tree, boot_path, yajl_t_number);
+  st->started_boot_ms = v && YAJL_IS_INTEGER(v) ? YAJL_GET_INTEGER(v) : 0;
   const char *creating_path[] = {"creating", NULL};
   st->creating = YAJL_IS_TRUE(yajl_tree_get(tree, creating_path, yajl_t_true));
   yajl_tree_free(tree);

@@ -34,6 +34,8 @@ struct coil_state {
   char *rootfs;
   char *created; /* RFC 3339 */
   bool started;
+  /* CLOCK_BOOTTIME (ms) when start exec'd the process; 0 if unknown */
+  long long started_boot_ms;
   /* create has not finished: the container may be half set up */
   bool creating;
   char *cgroup; /* cgroup_serialize() text, or NULL */

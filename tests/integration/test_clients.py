@@ -361,3 +361,94 @@ def test_podman_pause_unpause_and_top():
     assert "sleep 1000" in r.stdout and "sleep 1001" in r.stdout, r.stdout
     r = p("rm", "-f", cid)
     assert r.returncode == 0, harness.describe(r)
+
+
+# ---------------------------------------------------------------- exec
+
+def _in_script(argv):
+    """argv run under script(1), so the client's stdio is a terminal."""
+    cmd = " ".join("'%s'" % a for a in argv)
+    return subprocess.run(["script", "-qec", cmd, "/dev/null"],
+                          capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+
+
+def _ctr_stop(c, cid):
+    c.ctr("task", "kill", "-s", "SIGKILL", cid)
+    for _ in range(100):
+        if "STOPPED" in c.ctr("task", "ls").stdout:
+            break
+        time.sleep(0.1)
+    assert c.ctr("task", "rm", cid).returncode == 0
+    assert c.ctr("container", "rm", cid).returncode == 0
+
+
+def test_containerd_exec_output_and_exit_code():
+    c = Containerd()
+    cid = harness.new_id("ctr")
+    r = c.ctr(*c.run_args("-d", IMAGE, cid, "sleep", "1000"))
+    assert r.returncode == 0, harness.describe(r)
+    r = c.ctr("task", "exec", "--exec-id", "e1", cid, "sh", "-c",
+              "echo hello-exec; readlink /proc/1/exe; exit 5")
+    assert r.returncode == 5, harness.describe(r)
+    assert "hello-exec" in r.stdout, r.stdout
+    # in the task's pid namespace: its pid 1 is the task's sleep
+    assert "/bin/busybox" in r.stdout, r.stdout
+    _ctr_stop(c, cid)
+
+
+def test_containerd_exec_tty():
+    c = Containerd()
+    cid = harness.new_id("ctr")
+    r = c.ctr(*c.run_args("-d", IMAGE, cid, "sleep", "1000"))
+    assert r.returncode == 0, harness.describe(r)
+    r = _in_script(["ctr", "-a", c.sock, "-n", "coiltest", "task", "exec",
+                    "-t", "--exec-id", "e2", cid, "sh", "-c",
+                    "tty; [ -t 0 ] && [ -t 1 ] && echo all-tty"])
+    assert r.returncode == 0, harness.describe(r)
+    assert "/dev/pts/" in r.stdout and "all-tty" in r.stdout, r.stdout
+    _ctr_stop(c, cid)
+
+
+def test_podman_exec_output_and_exit_codes():
+    p = Podman()
+    r = p(*p.run_args("-d", IMAGE, "sleep", "1000"))
+    assert r.returncode == 0, harness.describe(r)
+    cid = r.stdout.strip()
+    r = p("exec", cid, "sh", "-c", "echo hello-exec; exit 4")
+    assert r.returncode == 4, harness.describe(r)
+    assert "hello-exec" in r.stdout, r.stdout
+    # podman matches the runtime's words, as for run: 127 and 126
+    for args, code in ((["/nonexistent"], 127), (["no-such-cmd"], 127),
+                       (["/etc/passwd"], 126)):
+        r = p("exec", cid, *args)
+        assert r.returncode == code, harness.describe(r)
+    r = p("rm", "-f", cid)
+    assert r.returncode == 0, harness.describe(r)
+
+
+def test_podman_exec_tty():
+    p = Podman()
+    r = p(*p.run_args("-d", IMAGE, "sleep", "1000"))
+    assert r.returncode == 0, harness.describe(r)
+    cid = r.stdout.strip()
+    r = _in_script(p.argv("exec", "-t", cid, "sh", "-c",
+                          "tty; [ -t 0 ] && [ -t 1 ] && echo all-tty"))
+    assert r.returncode == 0, harness.describe(r)
+    assert "/dev/pts/" in r.stdout and "all-tty" in r.stdout, r.stdout
+    r = p("rm", "-f", cid)
+    assert r.returncode == 0, harness.describe(r)
+
+
+def test_podman_healthcheck_runs_through_exec():
+    p = Podman()
+    r = p(*p.run_args("-d", "--health-cmd", "test -e /etc/passwd",
+                      "--health-interval", "0", IMAGE, "sleep", "1000"))
+    assert r.returncode == 0, harness.describe(r)
+    cid = r.stdout.strip()
+    r = p("healthcheck", "run", cid)
+    assert r.returncode == 0, harness.describe(r)
+    r = p("inspect", "--format", "{{.State.Health.Status}}", cid)
+    assert r.stdout.strip() == "healthy", harness.describe(r)
+    r = p("rm", "-f", cid)
+    assert r.returncode == 0, harness.describe(r)

@@ -3,9 +3,11 @@
 
 Container init is a clone of the coil process, and in Python sandbox mode
 the user's code runs in that process, so their /proc/PID/exe is whatever
-file coil runs from. coil therefore runs create/run/py from a sealed memfd
-copy of itself. Each test runs a COPY of the binary under test from a temp
-dir, so an attack that works damages only the copy."""
+file coil runs from. coil therefore runs create/run/py from the binary on a
+detached read-only bind mount (no mount namespace holds it, so nobody can
+make it writable again), or from a sealed memfd copy where it cannot mount.
+Each test runs a COPY of the binary under test from a temp dir, so an attack
+that works damages only the copy."""
 
 import hashlib
 import json
@@ -36,13 +38,14 @@ def _binary_copy():
     return path, _sha256(path)
 
 
-def _run_copy(copy, root, *args):
+def _run_copy(copy, root, *args, wrap=()):
     """Runs the copy as harness.coil runs coil (output through temp files: a
     created init keeps coil's stdio), with the variable a re-exec protocol
-    might trust set, to show that it does not let coil skip the sealing."""
+    might trust set, to show that it does not let coil skip the protection.
+    wrap: argv put in front (e.g. to start it in another mount namespace)."""
     env = dict(os.environ, COIL_EXE_ORIGIN=copy)
     with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe:
-        p = subprocess.run([copy, "--root", root] + list(args),
+        p = subprocess.run(list(wrap) + [copy, "--root", root] + list(args),
                            stdin=subprocess.DEVNULL, stdout=fo, stderr=fe,
                            env=env, timeout=60)
         fo.seek(0)
@@ -111,21 +114,26 @@ def _bundle(args, pid_ns, **over):
     return new_bundle(args, linux=linux, **over)
 
 
-def test_container_cannot_rewrite_host_binary_through_sibling_init():
+def _attack_sibling_init(attacker_args, caps, mounts=(), rootfs_links=()):
+    """Runs a COPY of coil to create a victim container (its init is coil,
+    waiting for start) in the pid namespace of an attacker container that
+    runs attacker_args with caps and no user namespace. The attacker reads
+    the victim's pid from /shared/pid, touches /shared/opened when it holds
+    what it wants, waits for /shared/gone (the victim is dead) and touches
+    /shared/done. rootfs_links: (name, target) symlinks added to the
+    attacker's rootfs. Returns (copy, digest, shared dir)."""
     copy, digest = _binary_copy()
     root = new_root()
     shared = tmpdir(0o777)
-    # A pod-like pair without a user namespace: the attacker holds
-    # CAP_SYS_PTRACE (a debugging sidecar), which lets it open the exe of a
-    # process of the same pid namespace.
-    caps = harness.DEFAULT_CAPS + ["CAP_SYS_PTRACE"]
     mounts = base_config([])["mounts"] + [
         {"destination": "/shared", "type": "bind", "source": shared,
-         "options": ["rbind", "rw"]}]
-    attacker = _bundle(["sh", "-c", ATTACK], {"type": "pid"}, mounts=mounts,
+         "options": ["rbind", "rw"]}] + list(mounts)
+    attacker = _bundle(attacker_args, {"type": "pid"}, mounts=mounts,
                        process={"capabilities": {
                            k: caps for k in ("bounding", "effective",
                                              "permitted")}})
+    for name, target in rootfs_links:
+        os.symlink(target, os.path.join(attacker, "rootfs", name))
     aid = new_id("atk")
     check(coil("create", "--bundle", attacker, aid, root=root))
     apid = state(aid, root)["pid"]
@@ -152,22 +160,133 @@ def test_container_cannot_rewrite_host_binary_through_sibling_init():
     open(os.path.join(shared, "gone"), "w").close()
     _wait_file(os.path.join(shared, "done"), "the attacker to finish")
     check(coil("delete", "--force", aid, root=root))
+    return copy, digest, shared
 
+
+def test_container_cannot_rewrite_host_binary_through_sibling_init():
+    # A pod-like pair without a user namespace: the attacker holds
+    # CAP_SYS_PTRACE (a debugging sidecar), which lets it open the exe of a
+    # process of the same pid namespace.
+    copy, digest, shared = _attack_sibling_init(
+        ["sh", "-c", ATTACK], harness.DEFAULT_CAPS + ["CAP_SYS_PTRACE"])
     got = {k: _read(os.path.join(shared, k))
            for k in ("link", "w1", "w1.err", "r", "w2", "w2.err")}
     assert _sha256(copy) == digest, "the host binary was rewritten: %r" % got
     assert got["w1"] == "failed", got
     assert got["w2"] in (None, "failed"), got
-    # Reachable at all, it is the sealed copy, not the host's file.
-    assert got["r"] == "failed" or "memfd:" in got["link"], got
+    # Reachable at all, it is not the host's file by its host path.
+    assert got["r"] == "failed" or got["link"] != copy, got
+
+
+# A privileged attacker (host python, with ctypes, bind-mounted in) tries to
+# turn the victim's exe back into something writable with the mount API:
+# clear read-only on its mount, clone the mount and clear it there, remount
+# it read-write; and, once the victim is gone, to write through every
+# handle it kept. Each outcome goes to /shared/result.json.
+PRIVILEGED_ATTACK = r"""
+import ctypes, errno, json, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+SYS_OPEN_TREE, SYS_MOUNT_SETATTR = 428, 442
+AT_EMPTY_PATH, OPEN_TREE_CLONE, OPEN_TREE_CLOEXEC = 0x1000, 1, 0o2000000
+MOUNT_ATTR_RDONLY, MS_REMOUNT, MS_BIND = 1, 32, 4096
+
+class MountAttr(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64)
+                for n in ("attr_set", "attr_clr", "propagation", "userns_fd")]
+
+def outcome(r):
+    return "ok" if r >= 0 else errno.errorcode.get(ctypes.get_errno(), "?")
+
+def write(path):
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    except OSError as e:
+        return errno.errorcode.get(e.errno, "?")
+    try:
+        os.write(fd, b"PWNED")
+        return "written"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, "?")
+    finally:
+        os.close(fd)
+
+def clear_rdonly(fd):
+    a = MountAttr(0, MOUNT_ATTR_RDONLY, 0, 0)
+    return outcome(libc.syscall(SYS_MOUNT_SETATTR, fd, b"", AT_EMPTY_PATH,
+                                ctypes.byref(a), ctypes.sizeof(a)))
+
+while not os.path.exists("/shared/pid"):
+    time.sleep(0.02)
+exe = "/proc/%d/exe" % int(open("/shared/pid").read())
+out = {"write": write(exe)}
+fd = os.open(exe, os.O_PATH)
+out["mount_setattr"] = clear_rdonly(fd)
+tree = libc.syscall(SYS_OPEN_TREE, fd, b"", AT_EMPTY_PATH | OPEN_TREE_CLONE |
+                    OPEN_TREE_CLOEXEC)
+out["open_tree"] = outcome(tree)
+if tree >= 0:
+    out["clone_mount_setattr"] = clear_rdonly(tree)
+out["remount"] = outcome(libc.mount(
+    None, ("/proc/self/fd/%d" % fd).encode(), None,
+    ctypes.c_ulong(MS_REMOUNT | MS_BIND), None))
+kept = os.open(exe, os.O_RDONLY)
+open("/shared/opened", "w").close()
+while not os.path.exists("/shared/gone"):
+    time.sleep(0.02)
+out["write_after"] = write("/proc/self/fd/%d" % kept)
+out["write_after_path"] = write("/proc/self/fd/%d" % fd)
+if tree >= 0:
+    out["clone_write_after"] = write("/proc/self/fd/%d" % tree)
+json.dump(out, open("/shared/result.json", "w"))
+open("/shared/done", "w").close()
+"""
+
+
+def test_privileged_container_cannot_make_host_binary_writable():
+    # A privileged sibling (CAP_SYS_ADMIN and CAP_SYS_PTRACE over the host,
+    # no user namespace) runs the host's python3 from a read-only /usr.
+    libs = [d for d in ("/usr", "/lib", "/lib64")
+            if os.path.isdir(d) and not os.path.islink(d)]
+    usr = [{"destination": d, "type": "bind", "source": d,
+            "options": ["rbind", "ro"]} for d in libs]
+    links = [(d[1:], os.readlink(d)) for d in ("/lib", "/lib64")
+             if os.path.islink(d)]
+    caps = harness.DEFAULT_CAPS + ["CAP_SYS_PTRACE", "CAP_SYS_ADMIN"]
+    copy, digest, shared = _attack_sibling_init(
+        ["/usr/bin/python3", "-I", "-c", PRIVILEGED_ATTACK], caps, usr, links)
+    with open(os.path.join(shared, "result.json")) as f:
+        got = json.load(f)
+    assert _sha256(copy) == digest, "the host binary was rewritten: %r" % got
+    assert "written" not in got.values(), got
+    for op in ("mount_setattr", "open_tree", "remount"):
+        assert got[op] != "ok", (op, got)
+    for op in ("write", "write_after", "write_after_path"):
+        assert got[op] in ("ETXTBSY", "EROFS", "EPERM", "EACCES"), (op, got)
 
 
 PROBE = """
 p = posix_module()
 fd = p.open('/proc/self/exe', p.O_RDONLY)
 st = p.fstat(fd)
+
+def read(path):
+    f = p.open(path, p.O_RDONLY)
+    data = b''
+    while True:
+        chunk = p.read(f, 65536)
+        if not chunk:
+            break
+        data += chunk
+    p.close(f)
+    return data.decode()
+
+mnt = [int(l.split()[1]) for l in read('/proc/self/fdinfo/%d' % fd).splitlines()
+       if l.startswith('mnt_id:')][0]
 out = {'dev': st.st_dev, 'ino': st.st_ino,
-       'link': p.readlink('/proc/self/exe')}
+       'link': p.readlink('/proc/self/exe'),
+       'rdonly': bool(p.fstatvfs(fd).f_flag & 1),
+       'attached': mnt in [int(l.split()[0])
+                           for l in read('/proc/self/mountinfo').splitlines()]}
 try:
     w = p.open('/proc/self/exe', p.O_WRONLY | p.O_APPEND)
     try:
@@ -188,14 +307,14 @@ def posix_module():
 """
 
 
-def test_python_code_cannot_reach_host_binary():
-    copy, digest = _binary_copy()
+def _probe_exe(copy, wrap=()):
+    """Runs PROBE as the handler of `coil py` (the copy), with every layer
+    that would stop it before it reaches the exe switched off: the gate, the
+    audit hook, seccomp and Landlock; the mount namespace (the bundle has no
+    /proc); the user namespace and the capability drop, so it runs as host
+    root, which may write the host's binary. Returns what it found."""
     cfg = harness.read_config(DEFAULT_BUNDLE)
     cfg["root"]["path"] = ROOTFS
-    # Every layer that would stop the probe before it reaches the exe: the
-    # gate, the audit hook, seccomp and Landlock; the mount namespace (the
-    # bundle has no /proc); the user namespace and the capability drop, so
-    # it runs as host root, which may write the host's binary.
     cfg["sandbox"]["disable"] = ["ast", "builtins", "audit", "seccomp",
                                  "landlock", "mountns", "userns", "caps"]
     b = tmpdir()
@@ -203,11 +322,37 @@ def test_python_code_cannot_reach_host_binary():
     code = POSIX + "\ndef handle(request):\n" + "".join(
         "    " + line + "\n" for line in PROBE.strip().splitlines())
     r = _run_copy(copy, new_root(), "py", "--bundle", b, "--request", "{}",
-                  "--entry", "handle", "-c", code)
+                  "--entry", "handle", "-c", code, wrap=wrap)
     assert r.returncode == 0, describe(r)
-    out = json.loads(r.stdout.splitlines()[-1])["result"]
-    st = os.stat(copy)
+    return json.loads(r.stdout.splitlines()[-1])["result"]
+
+
+def _assert_protected(out):
+    """The exe is a sealed copy, or on a read-only mount no namespace of
+    ours holds (one the host could remount read-write does not count)."""
+    if "memfd:" in out["link"]:
+        return
+    assert out["rdonly"] and not out["attached"], out
+
+
+def test_python_code_cannot_reach_host_binary():
+    copy, digest = _binary_copy()
+    out = _probe_exe(copy)
     assert _sha256(copy) == digest, "the host binary was rewritten: %r" % out
     assert out.get("write") != "written", out
-    assert (out["dev"], out["ino"]) != (st.st_dev, st.st_ino), out
-    assert "memfd:" in out["link"], out
+    assert out["link"] != copy, out
+    _assert_protected(out)
+
+
+def test_read_only_mount_of_host_binary_is_not_trusted():
+    # Started from a read-only bind mount that its mount namespace holds,
+    # coil still re-executes: that mount can be made read-write again.
+    copy, digest = _binary_copy()
+    d = os.path.dirname(copy)
+    wrap = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && '
+            'exec "$@"', d]
+    out = _probe_exe(copy, wrap)
+    assert _sha256(copy) == digest, "the host binary was rewritten: %r" % out
+    assert out["link"] != copy, out
+    _assert_protected(out)

@@ -10,8 +10,11 @@ from harness import (DEFAULT_CAPS, base_config, cap_mask, check, coil,
 
 KINDS = ["prestart", "createRuntime", "createContainer", "startContainer",
          "poststart", "poststop"]
-WANT_STATUS = {"prestart": "creating", "createRuntime": "creating",
-               "createContainer": "creating", "startContainer": "created",
+# The runtime spec's statuses by lifecycle step: the create hooks come after
+# step 2 ("creating": making the environment), so "created", as crun and
+# runtime-tools' hooks_stdin have it (runc says "creating").
+WANT_STATUS = {"prestart": "created", "createRuntime": "created",
+               "createContainer": "created", "startContainer": "created",
                "poststart": "running", "poststop": "stopped"}
 
 # Appends "<kind> <status> <hostname>" and the state JSON (one line) to LOG.

@@ -120,10 +120,16 @@ def test_delete_running_needs_force():
     assert os.listdir(root) == []
 
 
-def test_delete_created_container():
+def test_delete_created_container_needs_force():
+    # runtime spec: deleting a container that is not stopped MUST fail and
+    # have no effect (runc deletes a created one anyway)
     root, b, cid = _created(["sleep", "100"])
     pid = state(cid, root)["pid"]
-    check(coil("delete", cid, root=root))
+    r = coil("delete", cid, root=root)
+    assert r.returncode == 1, describe(r)
+    assert "is created" in r.stderr, describe(r)
+    assert state(cid, root)["status"] == "created" and _alive(pid)
+    check(coil("delete", "--force", cid, root=root))
     assert not _alive(pid)
     assert os.listdir(root) == []
 
@@ -138,7 +144,7 @@ def test_duplicate_id_fails():
     assert st["pid"] == pid and st["status"] == "created", st
     r = coil("run", "--bundle", b, cid, root=root)
     assert r.returncode not in (0, None), describe(r)
-    check(coil("delete", cid, root=root))
+    check(coil("delete", "--force", cid, root=root))
 
 
 def test_concurrent_create_same_id():

@@ -304,7 +304,7 @@ static void test_unknown_ignored(void) {
       " 'capabilities':{'bogus':[1]},'scheduler':{'policy':'SCHED_OTHER'}},"
       "'linux':{'intelRdt':{},'personality':{'domain':'LINUX'},"
       " 'resources':{'network':{'classID':1},'rdma':{},'unified':{'a':'b'},"
-      "  'memory':{'kernel':1,'swappiness':1.5,'limit':10}},"
+      "  'memory':{'checkBeforeUpdate':1.5,'useHierarchy':'x','limit':10}},"
       " 'seccomp':{'defaultAction':'SCMP_ACT_ALLOW','listenerPath':'/x',"
       "  "
       "'syscalls':[{'names':['read'],'action':'SCMP_ACT_ALLOW','comment':1}]},"
@@ -500,6 +500,13 @@ static void test_linux_errors(void) {
                "linux.resources.memory.swap: 9223372036854775808 out of range");
   expect_error(LNX("'resources':{'memory':{'reservation':true}}"),
                "linux.resources.memory.reservation: expected integer");
+  expect_error(LNX("'resources':{'memory':{'swappiness':101}}"),
+               "linux.resources.memory.swappiness: 101 is not in 0-100");
+  expect_error(LNX("'resources':{'memory':{'disableOOMKiller':1}}"),
+               "linux.resources.memory.disableOOMKiller: expected boolean");
+  expect_error(LNX("'resources':{'memory':{'kernelTCP':-2}}"),
+               "linux.resources.memory.kernelTCP: -2 out of range [-1, "
+               "9223372036854775807]");
   expect_error(LNX("'resources':{'pids':{}}"),
                "linux.resources.pids.limit: required");
   expect_error(LNX("'resources':{'cpu':{'shares':-1}}"),
