@@ -2,8 +2,8 @@
 # Runs inside the VM of tests/vm/run.sh: the integration tests whose subject
 # differs on a pure cgroup v2 host (limits and OOM reporting, the device BPF
 # program, freeze, cgroup.kill, stats, the cgroup namespace and mount, exec
-# joining the cgroup, killed runs' cleanup) and the Python sandbox's limit,
-# layer and attack tests.
+# joining the cgroup, killed runs' cleanup) and the Python sandbox's memory
+# limit and attack tests.
 # Ends with the runner's "N passed, M failed" line.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -36,11 +36,10 @@ with open(path, "w") as f:
 
 ARGS=()
 for k in test_cgroups.py test_devices.py test_manage.py test_events.py \
-  test_python_limit_memory test_python_limit_cpu ::test_layer_cgroup \
-  ::test_layer_rlimits test_python_attack_ \
+  test_python_limit_memory test_python_attack_ \
   ::test_kill_all ::test_killed_ ::test_delete_force ::test_cgroup_namespace \
   ::test_pid_outside_the_cgroup ::test_cgroup_mount ::test_cgroup2_mount \
-  ::test_exec_joins_init_cgroups ::test_init_moved_to_a_clients_cgroup; do
+  ::test_exec_joins_init_cgroups; do
   ARGS+=(-k "$k")
 done
 # Every attack with the whole stack, and with the cgroup layer off (the
