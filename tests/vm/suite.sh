@@ -2,7 +2,7 @@
 # Runs inside the VM of tests/vm/run.sh: the integration tests whose subject
 # differs on a pure cgroup v2 host (limits and OOM reporting, the device BPF
 # program, freeze, cgroup.kill, stats, the cgroup namespace and mount, exec
-# joining the cgroup, killed runs' cleanup) and the Python sandbox's memory
+# joining the cgroup) and the Python sandbox's memory
 # limit and attack tests.
 # Ends with the runner's "N passed, M failed" line.
 set -u
@@ -37,7 +37,7 @@ with open(path, "w") as f:
 ARGS=()
 for k in test_cgroups.py test_devices.py test_manage.py test_events.py \
   test_python_limit_memory test_python_attack_ \
-  ::test_kill_all ::test_killed_ ::test_delete_force ::test_cgroup_namespace \
+  ::test_kill_all ::test_delete_force ::test_cgroup_namespace \
   ::test_pid_outside_the_cgroup ::test_cgroup_mount ::test_cgroup2_mount \
   ::test_exec_joins_init_cgroups; do
   ARGS+=(-k "$k")
