@@ -55,7 +55,7 @@ def _run_copy(copy, root, *args, wrap=()):
             fe.read().decode(errors="replace"))
 
 
-def _wait_file(path, what, timeout=20):
+def _wait_file(path, what, timeout=90):
     deadline = time.time() + timeout
     while not os.path.exists(path):
         assert time.time() < deadline, "timed out waiting for " + what
