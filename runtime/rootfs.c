@@ -350,8 +350,12 @@ static int mount_fs(int rootfd, const struct coil_mount *m,
   /* Opened before the tmpfs covers it; a missing or non-directory
    * destination has nothing to copy. As runc, other types ignore it. */
   cleanup_close int copy_from = -1;
-  if (tmpfs && o->tmpcopyup)
+  if (tmpfs && o->tmpcopyup) {
     copy_from = open_in_root(rootfd, m->destination, O_RDONLY | O_DIRECTORY);
+    if (copy_from < 0 && errno != ENOENT && errno != ENOTDIR)
+      return coil_error_sys(err, errno, "tmpcopyup: open %s in rootfs",
+                            m->destination);
+  }
 
   cleanup_close int target = open_target(rootfd, m->destination, true, err);
   if (target < 0)
