@@ -270,7 +270,7 @@ int cmd_features(const struct global_opts *g, int argc, char **argv) {
       "\"rro\", \"rrw\", \"rshared\", \"rslave\", \"rstrictatime\", "
       "\"rsuid\", \"rsymfollow\", \"runbindable\", \"rw\", \"shared\", "
       "\"slave\", \"strictatime\", \"suid\", \"symfollow\", \"sync\", "
-      "\"unbindable\"],\n"
+      "\"tmpcopyup\", \"unbindable\"],\n"
       "  \"linux\": {\n"
       "    \"namespaces\": [\"cgroup\", \"ipc\", \"mount\", \"network\", "
       "\"pid\", "

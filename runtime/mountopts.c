@@ -17,7 +17,6 @@ static const struct {
   const char *name;
   const char *why;
 } unsupported[] = {
-    {"tmpcopyup", "tmpfs copy-up is not supported"},
     {"copy-symlink", "crun's copy-symlink is not supported"},
     {"src-nofollow", "crun's src-nofollow is not supported"},
     {"dest-nofollow", "crun's dest-nofollow is not supported"},
@@ -146,6 +145,10 @@ int mountopts_parse(const struct coil_strv *options, const char *field,
                             opt, why);
     if (apply_recursive(&o, opt))
       continue;
+    if (strcmp(opt, "tmpcopyup") == 0) {
+      o.tmpcopyup = true;
+      continue;
+    }
     if (strcmp(opt, "idmap") == 0 || strcmp(opt, "ridmap") == 0) {
       o.idmap = true;
       o.idmap_recursive = opt[0] == 'r';

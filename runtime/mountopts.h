@@ -23,7 +23,8 @@ struct coil_mount_opts {
   bool has_rec_atime;
   bool idmap;           /* "idmap" or "ridmap" */
   bool idmap_recursive; /* "ridmap" */
-  char *data;           /* fs-specific options ("size=64k,mode=755"), or NULL */
+  bool tmpcopyup; /* a tmpfs starts with what the directory it covers held */
+  char *data;     /* fs-specific options ("size=64k,mode=755"), or NULL */
 };
 
 /* field names the mount for error messages, e.g. "mounts[2]". */

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "mountfd.h"
 #include "mountopts.h"
+#include "tmpcopy.h"
 
 /* The flags a bind can change; the rest belong to the superblock. */
 #define PER_MOUNT_FLAGS                                                        \
@@ -341,10 +342,20 @@ static int mount_fs(int rootfd, const struct coil_mount *m,
                         ro->cgroup_dirs, ro->n_cgroup_dirs, err);
   }
   const char *source = m->source ? m->source : type;
+  bool tmpfs = strcmp(type, "tmpfs") == 0;
   cleanup_free char *tmpfs_opts = NULL;
-  if (strcmp(type, "tmpfs") == 0 &&
+  if (tmpfs &&
       tmpfs_data(rootfd, m->destination, o->data, &tmpfs_opts, err) < 0)
     return -1;
+  /* Opened before the tmpfs covers it; a missing or non-directory
+   * destination has nothing to copy. As runc, other types ignore it. */
+  cleanup_close int copy_from = -1;
+  if (tmpfs && o->tmpcopyup) {
+    copy_from = open_in_root(rootfd, m->destination, O_RDONLY | O_DIRECTORY);
+    if (copy_from < 0 && errno != ENOENT && errno != ENOTDIR)
+      return coil_error_sys(err, errno, "tmpcopyup: open %s in rootfs",
+                            m->destination);
+  }
 
   cleanup_close int target = open_target(rootfd, m->destination, true, err);
   if (target < 0)
@@ -356,12 +367,17 @@ static int mount_fs(int rootfd, const struct coil_mount *m,
       return coil_error_sys(err, errno, "remount %s", type);
     return 0;
   }
-  cleanup_close int mnt = mountfd_new_fs(type, source, o->flags, data, err);
+  /* A read-only tmpfs to copy into is made writable: the mount alone is
+   * made read-only, when attached. */
+  unsigned long fs_flags = copy_from >= 0 ? o->flags & ~MS_RDONLY : o->flags;
+  cleanup_close int mnt = mountfd_new_fs(type, source, fs_flags, data, err);
   if (mnt < 0) {
     if (err->err == EPERM && strcmp(type, "sysfs") == 0)
       return bind_host_sysfs(m, o, target, err);
     return -1;
   }
+  if (copy_from >= 0 && tmpcopy_tree(copy_from, mnt, m->destination, err) < 0)
+    return -1;
   return attach_tree(mnt, target, o->flags, o, err);
 }
 

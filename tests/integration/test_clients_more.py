@@ -4,9 +4,11 @@ states, exit codes and host namespaces. Each exercise gives what runc 1.1
 gives on the same host (checked by hand with `--runtime runc` and
 `--runc-binary runc`); only the runtime's own wording of errors differs."""
 
+import io
 import os
 import signal
 import subprocess
+import tarfile
 import time
 
 import harness
@@ -102,8 +104,8 @@ def test_podman_volumes_rw_and_ro():
 
 
 def test_podman_read_only_rootfs():
-    # Without podman's tmpfs mounts on /tmp, /var/tmp and /run (those use
-    # the tmpcopyup option).
+    # Without podman's tmpfs mounts on /tmp, /var/tmp and /run (those are
+    # tested with tmpcopyup below).
     p = Podman()
     d = harness.tmpdir()
     r = _check(_run(p, "--rm", "--read-only", "--read-only-tmpfs=false",
@@ -502,3 +504,52 @@ def test_ctr_task_started_again_after_removal():
     pid2, status = _task_line(c, cid)
     assert status == "RUNNING" and pid2 != pid1, (pid1, pid2, status)
     _ctr_remove(c, cid)
+
+
+# ---------------------------------------------------------------- tmpcopyup
+
+def _image_with_content(p, name):
+    """The busybox image plus /data (a file, a subdirectory, a symlink)
+    and a file in /var/tmp, imported into p as name."""
+    dest = os.path.join(p.dir, "with-content.tar")
+
+    def entry(path, type_, mode, data=b"", link=""):
+        ti = tarfile.TarInfo(path)
+        ti.type, ti.mode, ti.size, ti.linkname = type_, mode, len(data), link
+        ti.uid = ti.gid = 1000 if path.startswith("data/") else 0
+        return ti, io.BytesIO(data)
+
+    with tarfile.open(dest, "w") as t:
+        t.add(harness.rootfs(), arcname=".")
+        for path, type_, mode, data, link in (
+                ("data", tarfile.DIRTYPE, 0o750, b"", ""),
+                ("data/f", tarfile.REGTYPE, 0o640, b"img\n", ""),
+                ("data/sub", tarfile.DIRTYPE, 0o711, b"", ""),
+                ("data/sub/g", tarfile.REGTYPE, 0o600, b"deep\n", ""),
+                ("data/link", tarfile.SYMTYPE, 0o777, b"", "/data/f"),
+                ("var/tmp/keep", tarfile.REGTYPE, 0o644, b"kept\n", "")):
+            ti, f = entry(path, type_, mode, data, link)
+            t.addfile(ti, f if type_ == tarfile.REGTYPE else None)
+    _check(p("import", dest, name))
+    return name
+
+
+def test_podman_read_only_and_tmpfs_start_with_the_image_content():
+    # podman asks for "tmpcopyup" on --tmpfs mounts and on the /tmp,
+    # /var/tmp and /run tmpfs of --read-only.
+    p = Podman()
+    image = _image_with_content(p, "localhost/coil-busybox-data:latest")
+    r = _check(_run(p, "--rm", "--read-only", image, "sh", "-c",
+                    "cat /var/tmp/keep; touch /x; echo root=$?; "
+                    "touch /tmp/t /var/tmp/t /run/t && echo tmp=0"))
+    assert r.stdout.split() == ["kept", "root=1", "tmp=0"], \
+        harness.describe(r)
+    r = _check(_run(p, "--rm", "--tmpfs", "/data", image, "sh", "-c",
+                    "stat -c '%n %a %u:%g' /data/f /data/sub /data/sub/g; "
+                    "readlink /data/link; cat /data/link /data/sub/g; "
+                    "echo new > /data/f; cat /data/f; "
+                    "grep ' /data ' /proc/self/mounts | cut -d' ' -f3"))
+    assert r.stdout.splitlines() == [
+        "/data/f 640 1000:1000", "/data/sub 711 1000:1000",
+        "/data/sub/g 600 1000:1000", "/data/f", "img", "deep", "new",
+        "tmpfs"], harness.describe(r)

@@ -374,3 +374,77 @@ def test_features_lists_the_new_mount_options():
     assert want <= opts, sorted(want - opts)
     ext = json.loads(r.stdout)["linux"]["mountExtensions"]
     assert ext == {"idmap": {"enabled": True}}, r.stdout
+
+
+# ------------------------------------------------- tmpcopyup
+
+IMAGE_TIME = 1000000000
+
+
+def _seed_image_dir(b, outside, name="seed"):
+    """/name in b's rootfs: a file, a subdirectory with a file, a relative
+    symlink and an absolute one to outside (a host file), with owners,
+    modes and times to copy."""
+    seed = os.path.join(b, "rootfs", name)
+    os.mkdir(seed)
+    os.makedirs(os.path.join(seed, "sub"))
+    with open(os.path.join(seed, "f"), "w") as f:
+        f.write("img\n")
+    with open(os.path.join(seed, "sub", "g"), "w") as f:
+        f.write("deep\n")
+    os.symlink("f", os.path.join(seed, "rel"))
+    os.symlink(outside, os.path.join(seed, "abs"))
+    for name, mode in (("f", 0o640), ("sub", 0o711), ("sub/g", 0o600),
+                       (".", 0o750)):
+        p = os.path.join(seed, name)
+        os.chmod(p, mode)
+        os.chown(p, HOST_UID + 1000, HOST_GID + 1001)
+    for name in ("rel", "abs"):
+        os.lchown(os.path.join(seed, name), HOST_UID + 1000, HOST_GID + 1001)
+    for name in ("f", "sub/g", "sub"):
+        os.utime(os.path.join(seed, name), (IMAGE_TIME, IMAGE_TIME))
+    return seed
+
+
+def test_tmpcopyup_copies_the_image_directory_into_the_tmpfs():
+    outside = os.path.join(tmpdir(), "secret")
+    with open(outside, "w") as f:
+        f.write("host\n")
+    b = new_bundle(["sh", "-c",
+                    "stat -c '%n %a %u:%g %F %Y' /seed/f /seed/sub "
+                    "/seed/sub/g; stat -c '%n %a %u:%g' /seed; "
+                    "stat -c '%n %u:%g %F' /seed/rel /seed/abs; "
+                    "readlink /seed/rel; readlink /seed/abs; "
+                    "cat /seed/rel /seed/sub/g; "
+                    "cat /seed/abs 2>/dev/null || echo abs-dangles; "
+                    "echo new > /seed/f && echo two > /seed/h && "
+                    "cat /seed/f /seed/h; "
+                    "grep ' /seed ' /proc/self/mounts | cut -d' ' -f3; "
+                    "ls -A /plain; echo plain-empty"])
+    seed = _seed_image_dir(b, outside)
+    # Without the option, a tmpfs over the same content starts empty.
+    _seed_image_dir(b, outside, "plain")
+    r = check(run(_with_mounts(b, _tmpfs("/seed", "tmpcopyup"),
+                               _tmpfs("/plain"))))
+    assert r.stdout.splitlines() == [
+        "/seed/f 640 1000:1001 regular file %d" % IMAGE_TIME,
+        "/seed/sub 711 1000:1001 directory %d" % IMAGE_TIME,
+        "/seed/sub/g 600 1000:1001 regular file %d" % IMAGE_TIME,
+        "/seed 750 0:0",
+        "/seed/rel 1000:1001 symbolic link",
+        "/seed/abs 1000:1001 symbolic link",
+        "f", outside, "img", "deep", "abs-dangles", "new", "two",
+        "tmpfs", "plain-empty"], describe(r)
+    # The writes went to the tmpfs; the image and the host file are as
+    # they were.
+    with open(os.path.join(seed, "f")) as f:
+        assert f.read() == "img\n"
+    assert not os.path.exists(os.path.join(seed, "h"))
+    assert os.readlink(os.path.join(seed, "abs")) == outside
+    with open(outside) as f:
+        assert f.read() == "host\n"
+
+
+def test_tmpcopyup_is_listed_by_features():
+    r = check(coil("features"))
+    assert "tmpcopyup" in json.loads(r.stdout)["mountOptions"], r.stdout

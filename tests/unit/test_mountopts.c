@@ -211,9 +211,21 @@ static void test_data(void) {
   mountopts_free(&o);
 }
 
+static void test_tmpcopyup(void) {
+  struct coil_mount_opts o;
+  struct coil_error err = {0};
+  PARSE(&o, &err, "size=1k", "tmpcopyup");
+  ok(o.tmpcopyup, "tmpcopyup is parsed");
+  is_str(o.data, "size=1k", "tmpcopyup is no filesystem data");
+  mountopts_free(&o);
+  PARSE(&o, &err, "size=1k");
+  ok(!o.tmpcopyup, "no tmpcopyup unless asked");
+  mountopts_free(&o);
+}
+
 static void test_unsupported(void) {
-  static const char *const names[] = {"tmpcopyup", "copy-symlink",
-                                      "src-nofollow", "dest-nofollow"};
+  static const char *const names[] = {"copy-symlink", "src-nofollow",
+                                      "dest-nofollow"};
   struct coil_mount_opts o;
   struct coil_error err = {0};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -228,7 +240,7 @@ static void test_unsupported(void) {
       mountopts_free(&o);
   }
   /* A failure leaves *out alone and leaks the data so far (ASan checks). */
-  char *bad[] = {"mode=1", "size=2", "ro", "tmpcopyup"};
+  char *bad[] = {"mode=1", "size=2", "ro", "copy-symlink"};
   struct coil_strv v = {bad, 4};
   o.flags = 42;
   o.data = NULL;
@@ -236,12 +248,14 @@ static void test_unsupported(void) {
          o.data == NULL,
      "no partial result on error");
   is_str(err.msg,
-         "mounts[7].options[3] (tmpcopyup): tmpfs copy-up is not supported",
+         "mounts[7].options[3] (copy-symlink): crun's copy-symlink is not "
+         "supported",
          "the message names the field, the option and why");
 }
 
 int main(void) {
   test_flags();
+  test_tmpcopyup();
   test_bind();
   test_recursive();
   test_propagation();
