@@ -1,8 +1,9 @@
 #!/bin/bash
 # `make check`'s body (the binaries are built by make first): every unit test
 # binary (TAP), then the integration suite, for the plain build and then the
-# ASan+UBSan build. COIL_TEST_VARIANTS=plain|asan|"plain asan" picks variants,
-# COIL_TEST_PARTS=unit|integration|"unit integration" picks the parts, and
+# ASan+UBSan build, and for the plain build the cgroup v2 part inside a VM.
+# COIL_TEST_VARIANTS=plain|asan|"plain asan" picks variants,
+# COIL_TEST_PARTS=unit|integration|vm|"unit integration vm" picks the parts, and
 # COIL_TEST_FILTER=SUBSTR runs only the integration tests whose name has it.
 # Ends with exactly one line "N passed, M failed"; exits 1 on any failure.
 set -u
@@ -10,7 +11,7 @@ cd "$(dirname "$0")/.." || exit 1
 REPO=$PWD
 PY=/usr/bin/python3 # Debian's python (has jsonschema), never a pyenv one
 VARIANTS=${COIL_TEST_VARIANTS:-plain asan}
-PARTS=${COIL_TEST_PARTS:-unit integration}
+PARTS=${COIL_TEST_PARTS:-unit integration vm}
 PASSED=0
 FAILED=0
 SUMMARY=()
@@ -69,14 +70,22 @@ run_integration() { # coil-binary label
     ${COIL_TEST_FILTER:+-k "$COIL_TEST_FILTER"}
 }
 
-want_part() { # unit|integration
+# The cgroup v2 part of the suite inside a VM with a pure v2 hierarchy
+# (tests/vm); this host's controllers are on v1. Plain build only: the
+# emulated VM is slow, and the sanitizers find the same bugs on the host.
+run_vm() { # coil-binary label
+  local bin=$1 label=$2
+  run_tap "$label vm: pure cgroup v2 ($bin)" tests/vm/run.sh -- tests/vm/suite.sh "$bin"
+}
+
+want_part() { # unit|integration|vm
   case " $PARTS " in *" $1 "*) return 0 ;; esac
   return 1
 }
 
 for p in $PARTS; do
   case $p in
-  unit | integration) ;;
+  unit | integration | vm) ;;
   *)
     echo "not ok - unknown part '$p' in COIL_TEST_PARTS"
     FAILED=$((FAILED + 1))
@@ -89,6 +98,7 @@ for v in $VARIANTS; do
   plain)
     want_part unit && run_units build plain
     want_part integration && run_integration coil plain
+    want_part vm && run_vm coil plain
     ;;
   asan)
     # Leaks are reported at exit of each coil command; abort_on_error turns

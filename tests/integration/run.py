@@ -2,7 +2,7 @@
 """Runs coil's integration tests: every function named test_* in
 tests/integration/test_*.py, in file order, with a leak check after each.
 
-    /usr/bin/python3 tests/integration/run.py [-k SUBSTR] [--coil PATH] [-v]
+    /usr/bin/python3 tests/integration/run.py [-k SUBSTR]... [--coil PATH] [-v]
 
 Prints `ok N - file::test` / `not ok N - file::test` (failure details as
 `# ` lines) and ends with `N passed, M failed`; exits 1 if any test failed.
@@ -26,7 +26,7 @@ def comment(text):
         print("# " + line)
 
 
-def collect(pattern):
+def collect(patterns):
     tests = []
     for path in sorted(glob.glob(os.path.join(HERE, "test_*.py"))):
         name = os.path.splitext(os.path.basename(path))[0]
@@ -44,7 +44,7 @@ def collect(pattern):
         fns.sort(key=lambda nf: nf[1].__code__.co_firstlineno)
         for n, f in fns:
             tid = "%s::%s" % (os.path.basename(path), n)
-            if pattern and pattern not in tid:
+            if patterns and not any(p in tid for p in patterns):
                 continue
             tests.append((tid, f, None))
     return tests
@@ -52,8 +52,8 @@ def collect(pattern):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("-k", dest="pattern", default="",
-                    help="only tests whose file::name contains this")
+    ap.add_argument("-k", dest="patterns", action="append", default=[],
+                    help="only tests whose file::name contains this (repeatable: any)")
     ap.add_argument("--coil", default=None, help="coil binary under test")
     ap.add_argument("-v", action="store_true", help="print each test's time")
     opts = ap.parse_args()
@@ -73,7 +73,7 @@ def main():
         return 1
 
     harness.rootfs()
-    tests = collect(opts.pattern)
+    tests = collect(opts.patterns)
     print("1..%d" % len(tests))
     comment("coil: %s" % harness.COIL)
     baseline = harness.Baseline()

@@ -13,6 +13,10 @@ MiB = 1024 * 1024
 
 
 def _hier(name):
+    """(mount, our path) of the hierarchy holding controller `name`: on a
+    pure cgroup v2 host the single unified one, whatever the name."""
+    if not _v1():
+        return cgroup_hierarchies()[0]
     for mnt, own in cgroup_hierarchies():
         if os.path.basename(mnt) == name:
             return mnt, own
@@ -70,13 +74,20 @@ def test_cgroup_created_with_limits_and_removed():
 def _v2_cgroup_created():
     root = new_root()
     b = new_bundle(["sleep", "100"], linux={"resources": {
-        "memory": {"limit": 64 * MiB}, "pids": {"limit": 50}}})
+        "memory": {"limit": 64 * MiB, "swap": 96 * MiB},
+        "pids": {"limit": 50},
+        "cpu": {"shares": 512, "quota": 50000, "period": 100000}}})
     cid = new_id()
     check(coil("create", "--bundle", b, cid, root=root))
     d = _own_cg("", "coil", cid)
     try:
         assert _read(os.path.join(d, "memory.max")) == str(64 * MiB)
+        # The spec's swap is memory+swap; v2's swap.max is swap alone.
+        assert _read(os.path.join(d, "memory.swap.max")) == str(32 * MiB)
         assert _read(os.path.join(d, "pids.max")) == "50"
+        assert _read(os.path.join(d, "cpu.max")) == "50000 100000"
+        # runc's shares-to-weight conversion: 1 + (shares-2)*9999/262142.
+        assert _read(os.path.join(d, "cpu.weight")) == "20"
     finally:
         check(coil("delete", "--force", cid, root=root))
     assert not os.path.exists(d)
@@ -235,7 +246,7 @@ def test_hugetlb_limit_and_memory_reservation():
         hier = {os.path.basename(m): (m, own) for m, own in
                 cgroup_hierarchies()}
         found = None
-        for name in ("hugetlb", "unified"):
+        for name in ("hugetlb", "unified", "cgroup"):
             if name in hier:
                 m, own = hier[name]
                 d = os.path.join(m, own.lstrip("/"), "coil", cid)
