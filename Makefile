@@ -4,7 +4,7 @@ DESTDIR ?=
 CC ?= cc
 # Debian's python3.11 only: never a python found on PATH (pyenv etc.).
 PY_PKG := PKG_CONFIG_LIBDIR=/usr/lib/x86_64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config python3-embed
-PKGS := libseccomp libcap yajl mount
+PKGS := libseccomp libcap yajl mount libsystemd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(shell $(PY_PKG) --cflags 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(shell $(PY_PKG) --libs 2>/dev/null)
 VERSION := 0.1.0
