@@ -157,7 +157,8 @@ check-integration: coil coil-asan bundle
 	COIL_TEST_PARTS=integration tests/run-all.sh
 
 # The cgroup v2 part of the suite in a VM with a pure v2 hierarchy (Debian's
-# kernel under qemu, this machine's root shared read-only; see tests/vm).
+# kernel under qemu, this machine's root shared read-only; see tests/vm), and
+# the systemd cgroup driver's tests in a second VM with systemd as PID 1.
 check-vm: deps
 	$(MAKE) coil bundle
 	COIL_TEST_PARTS=vm COIL_TEST_VARIANTS=plain tests/run-all.sh
