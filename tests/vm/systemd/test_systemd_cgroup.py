@@ -4,8 +4,10 @@ systemd is PID 1 on a pure cgroup v2 hierarchy."""
 
 import os
 import subprocess
+import time
 
-from harness import check, coil, describe, new_bundle, new_id, new_root, state
+from harness import (COIL, check, coil, describe, new_bundle, new_id,
+                     new_root, state)
 
 MiB = 1024 * 1024
 CG = "/sys/fs/cgroup"
@@ -146,3 +148,33 @@ def test_limit_rejected_stops_the_unit():
     assert not os.path.exists(os.path.join(root, cid)), describe(r)
     assert _gone(unit), _show(unit, "LoadState", "ActiveState")
     assert not os.path.exists(os.path.join(CG, "system.slice", unit))
+
+
+def test_containerd_systemd_cgroup():
+    """containerd's SystemdCgroup path (ctr --runc-systemd-cgroup: the
+    runc shim passes --systemd-cgroup and the slice:prefix:name path):
+    the task runs in its scope, and removing it stops the unit."""
+    from test_clients import IMAGE, Containerd
+
+    c = Containerd()
+    cid = new_id("ctr")
+    unit = "coilctr-%s.scope" % cid
+    r = c.ctr("run", "-d", "--runc-binary", COIL, "--runc-systemd-cgroup",
+              "--cgroup", "system.slice:coilctr:" + cid, IMAGE, cid,
+              "sleep", "1000")
+    assert r.returncode == 0, describe(r)
+    r = c.ctr("task", "ls")
+    assert cid in r.stdout and "RUNNING" in r.stdout, r.stdout
+    pid = next(l.split()[1] for l in r.stdout.splitlines() if cid in l)
+    props = _show(unit, "ActiveState", "Slice")
+    assert props == {"ActiveState": "active", "Slice": "system.slice"}, props
+    procs = _read(os.path.join(CG, "system.slice", unit, "cgroup.procs"))
+    assert procs.split() == [pid], procs
+    assert c.ctr("task", "kill", "-s", "SIGKILL", cid).returncode == 0
+    for _ in range(100):
+        if "STOPPED" in c.ctr("task", "ls").stdout:
+            break
+        time.sleep(0.1)
+    assert c.ctr("task", "rm", cid).returncode == 0
+    assert c.ctr("container", "rm", cid).returncode == 0
+    assert _gone(unit), _show(unit, "LoadState", "ActiveState")
