@@ -90,7 +90,7 @@ int systemd_unit_parse(const char *cgroups_path, const char *id,
                        struct systemd_unit *u, struct coil_error *err) {
   *u = (struct systemd_unit){0};
   const char *slice = "", *prefix = DEFAULT_PREFIX, *name = id;
-  cleanup_free char *copy = NULL;
+  cleanup_free char *copy = NULL, *parent = NULL, *own = NULL;
   if (cgroups_path && *cgroups_path) {
     copy = strdup(cgroups_path);
     if (!copy)
@@ -121,26 +121,31 @@ int systemd_unit_parse(const char *cgroups_path, const char *id,
     u->unit = NULL;
     return no_memory(err);
   }
-  r = -1;
-  cleanup_free char *parent = NULL, *own = NULL;
-  if (strlen(u->unit) > UNIT_NAME_MAX)
+  if (strlen(u->unit) > UNIT_NAME_MAX) {
     coil_error_set(err, EINVAL,
                    "linux.cgroupsPath: unit name \"%s\" is longer than %d",
                    u->unit, UNIT_NAME_MAX);
-  else if (!(u->slice = strdup(*slice ? slice : DEFAULT_SLICE)))
+    goto fail;
+  }
+  u->slice = strdup(*slice ? slice : DEFAULT_SLICE);
+  if (!u->slice) {
     no_memory(err);
-  else if (systemd_expand_slice(u->slice, &parent, err) < 0 ||
-           (systemd_unit_is_slice(u) &&
-            systemd_expand_slice(u->unit, &own, err) < 0))
-    ;
-  else if (asprintf(&u->path, "%s%s%s", parent, *parent ? "/" : "", u->unit) <
-           0)
-    u->path = NULL, no_memory(err);
-  else
-    r = 0;
-  if (r < 0)
-    systemd_unit_free(u);
-  return r;
+    goto fail;
+  }
+  /* A slice unit's own name must expand as well (its parents are in it). */
+  if (systemd_expand_slice(u->slice, &parent, err) < 0 ||
+      (systemd_unit_is_slice(u) &&
+       systemd_expand_slice(u->unit, &own, err) < 0))
+    goto fail;
+  if (asprintf(&u->path, "%s%s%s", parent, *parent ? "/" : "", u->unit) < 0) {
+    u->path = NULL;
+    no_memory(err);
+    goto fail;
+  }
+  return 0;
+fail:
+  systemd_unit_free(u);
+  return -1;
 }
 
 void systemd_props_free(struct systemd_props *p) {
