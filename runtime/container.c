@@ -229,6 +229,9 @@ struct create_ctx {
   const char *cgroup_name;
   struct coil_state *st;
   char *cg_text; /* st->cgroup */
+  /* Where the cgroup will be: what init, cloned before systemd made it,
+   * shows in its cgroup mount (the same directories). */
+  const struct coil_cgroup *cg_planned;
   pid_t pid;
   const struct coil_payload *payload; /* zeroed: process.args */
   int relay[2];                       /* run's envelope pipe, or -1s */
@@ -430,7 +433,7 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
                           .payload = x->payload->run,
                           .payload_arg = x->payload->arg,
                           .cgroup_join = &join,
-                          .cgroup = x->cg,
+                          .cgroup = x->cg ? x->cg : x->cg_planned,
                           .idmap_trees = idmap.fds};
     close(parent_end);
     if (x->relay[0] >= 0)
@@ -579,8 +582,8 @@ static int container_create_parsed(const struct coil_create_opts *o,
    * find. */
   cleanup_free char *planned = NULL;
   struct coil_cgroup_env cg_env = {.systemd = o->systemd_cgroup};
+  cleanup_cgroup struct coil_cgroup *plan = NULL;
   if (cgroups) {
-    cleanup_cgroup struct coil_cgroup *plan = NULL;
     if (cgroup_plan(&cg_env, cfg->lnx.cgroups_path, cgroup_name, res, &devices,
                     &plan, err) < 0)
       return -1;
@@ -602,6 +605,7 @@ static int container_create_parsed(const struct coil_create_opts *o,
   x.res = res;
   x.devices = &devices;
   x.cgroup_name = cgroup_name;
+  x.cg_planned = plan;
   int r = state_write_file(x.dirfd, "config.json", raw, raw_len, err);
   if (r == 0 && cgroups && !x.systemd_cgroup) {
     r = cgroup_create(NULL, cfg->lnx.cgroups_path, cgroup_name, res, &devices,

@@ -6,8 +6,8 @@ import os
 import subprocess
 import time
 
-from harness import (COIL, check, coil, describe, new_bundle, new_id,
-                     new_root, state)
+from harness import (COIL, base_config, check, coil, describe, new_bundle,
+                     new_id, new_root, state)
 
 MiB = 1024 * 1024
 CG = "/sys/fs/cgroup"
@@ -92,21 +92,28 @@ def test_scope_limits_update_pause_delete():
 
 
 def test_nested_slice_and_run_to_exit():
-    """A dashed slice nests (systemd makes the parents); a foreground run
-    exits with the container's status; its scope ends with it, and delete
-    of the kept container finds the unit gone."""
+    """A dashed slice nests (systemd makes the parents); the container's
+    cgroup mount is its scope; a foreground run exits with the container's
+    status; its scope ends with it, and delete of the kept container finds
+    the unit gone."""
     root = new_root()
     cid = new_id()
     slice_ = "coiltest-%s.slice" % cid.replace("-", "")
-    b = new_bundle(["sh", "-c", "cat /proc/self/cgroup; exit 7"], linux={
+    mounts = base_config([])["mounts"] + [
+        {"destination": "/sys/fs/cgroup", "type": "cgroup",
+         "source": "cgroup", "options": ["nosuid", "noexec"]}]
+    b = new_bundle(["sh", "-c", "cat /proc/self/cgroup /sys/fs/cgroup/pids.max;"
+                    " exit 7"], mounts=mounts, linux={
         "cgroupsPath": "%s:p:%s" % (slice_, cid),
+        "resources": {"pids": {"limit": 25}},
         "namespaces": [{"type": t} for t in
                        ("pid", "mount", "ipc", "uts", "user", "network")]})
     try:
         r = _sd("run", "--keep", "--bundle", b, cid, root=root)
         assert r.returncode == 7, describe(r)
         want = "/coiltest.slice/%s/p-%s.scope" % (slice_, cid)
-        assert r.stdout.strip() == "0::" + want, describe(r)
+        assert r.stdout.split() == ["0::" + want, "25"], describe(r)
+        assert "warning" not in r.stderr, describe(r)
         check(coil("delete", cid, root=root))
         assert _gone("p-%s.scope" % cid)
     finally:
