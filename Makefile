@@ -4,7 +4,7 @@ DESTDIR ?=
 CC ?= cc
 # Debian's python3.11 only: never a python found on PATH (pyenv etc.).
 PY_PKG := PKG_CONFIG_LIBDIR=/usr/lib/x86_64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config python3-embed
-PKGS := libseccomp libcap yajl mount
+PKGS := libseccomp libcap yajl mount libsystemd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(shell $(PY_PKG) --cflags 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(shell $(PY_PKG) --libs 2>/dev/null)
 VERSION := 0.1.0
@@ -157,7 +157,8 @@ check-integration: coil coil-asan bundle
 	COIL_TEST_PARTS=integration tests/run-all.sh
 
 # The cgroup v2 part of the suite in a VM with a pure v2 hierarchy (Debian's
-# kernel under qemu, this machine's root shared read-only; see tests/vm).
+# kernel under qemu, this machine's root shared read-only; see tests/vm), and
+# the systemd cgroup driver's tests in a second VM with systemd as PID 1.
 check-vm: deps
 	$(MAKE) coil bundle
 	COIL_TEST_PARTS=vm COIL_TEST_VARIANTS=plain tests/run-all.sh

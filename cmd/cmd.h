@@ -19,6 +19,8 @@ struct global_opts {
   const char *log;
   bool log_json;
   bool debug;
+  /* --systemd-cgroup: containers' cgroups are systemd units. */
+  bool systemd_cgroup;
 };
 
 typedef int (*command_fn)(const struct global_opts *g, int argc, char **argv);

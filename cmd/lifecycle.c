@@ -118,7 +118,8 @@ static void offer_python(struct coil_create_opts *o, struct python_setup *py,
 }
 
 int cmd_create(const struct global_opts *g, int argc, char **argv) {
-  struct create_args a = {.o.root = g->root};
+  struct create_args a = {.o.root = g->root,
+                          .o.systemd_cgroup = g->systemd_cgroup};
   if (parse_create_args("create", argc, argv, &a, false) != 0)
     return EXIT_ERR;
   struct python_setup py;
@@ -404,7 +405,8 @@ int cmd_run_container(const struct global_opts *g, struct coil_create_opts *o,
 }
 
 int cmd_run(const struct global_opts *g, int argc, char **argv) {
-  struct create_args a = {.o.root = g->root};
+  struct create_args a = {.o.root = g->root,
+                          .o.systemd_cgroup = g->systemd_cgroup};
   if (parse_create_args("run", argc, argv, &a, true) != 0)
     return EXIT_COIL_FAILED;
   return offer_and_run(g, &a.o, NULL, a.detach, a.keep);

@@ -207,7 +207,9 @@ static void print_main_help(void) {
          "      --log FILE            also log to FILE\n"
          "      --log-format text|json  format of --log (default: text)\n"
          "      --debug               log debug messages\n"
-         "      --systemd-cgroup      not supported (refused)\n"
+         "      --systemd-cgroup      make cgroups as systemd units; "
+         "linux.cgroupsPath\n"
+         "                            is \"slice:prefix:name\"\n"
          "  -v, --version             print versions\n"
          "  -h, --help                show this help\n"
          "\n'coil COMMAND --help' shows a command's options.\n");
@@ -216,7 +218,6 @@ static void print_main_help(void) {
 int main(int argc, char **argv) {
   struct global_opts g = {.root = "/run/coil"};
   const char *log_format = "text";
-  bool systemd_cgroup = false;
   enum {
     OPT_ROOT = 256,
     OPT_LOG,
@@ -256,7 +257,7 @@ int main(int argc, char **argv) {
       g.debug = true;
       break;
     case OPT_SYSTEMD:
-      systemd_cgroup = true;
+      g.systemd_cgroup = true;
       break;
     case OPT_IGNORED:
       break;
@@ -282,11 +283,6 @@ int main(int argc, char **argv) {
    * silent switch to stderr. */
   if (log_init(g.log, g.log_json, g.debug) < 0) {
     log_error("--log %s: cannot open: %s", g.log, strerror(errno));
-    return EXIT_ERR;
-  }
-  if (systemd_cgroup) {
-    log_error("--systemd-cgroup: the systemd cgroup driver is not supported by "
-              "coil; use the default cgroupfs driver");
     return EXIT_ERR;
   }
   if (optind >= argc) {

@@ -223,6 +223,7 @@ int cmd_py(const struct global_opts *g, int argc, char **argv) {
            (unsigned long)ts.tv_nsec);
   struct coil_create_opts o = {
       .root = g->root,
+      .systemd_cgroup = g->systemd_cgroup,
       .id = id,
       .bundle =
           bundle ? bundle : default_bundle(bundle_buf, sizeof bundle_buf)};

@@ -19,15 +19,19 @@
 #include <unistd.h>
 
 #include "cgroup_driver.h"
+#include "cgroup_systemd.h"
 #include "cleanup.h"
 #include "log.h"
 #include "readall.h"
+#include "systemd_bus.h"
 
 #define DEFAULT_FS_ROOT "/sys/fs/cgroup"
 #define DEFAULT_PROC_SELF_CGROUP "/proc/self/cgroup"
 /* Relative cgroupsPaths go below this directory of the launcher's cgroup. */
 #define COIL_PARENT "coil"
 #define SERIAL_TAG "coil-cgroup/1"
+/* The entry naming the systemd unit, after the directories. */
+#define UNIT_TAG "unit:"
 /* Every container is placed under these, limits or not (memory also so an
  * OOM kill can be reported, the v1 freezer so pause can stop it; v2 needs
  * no controller for that); hugetlb only when hugepageLimits ask for it, v1
@@ -223,12 +227,12 @@ static int check_components(const char *what, const char *p,
 
 static int check_cgroups_path(const char *what, const char *p,
                               struct coil_error *err) {
-  /* runc's systemd driver reads "slice:prefix:name"; coil drives cgroupfs
-   * only, and treating that as a directory name would surprise. */
+  /* The systemd driver's "slice:prefix:name" taken as a directory name
+   * would surprise. */
   if (strchr(p, ':'))
     return coil_error_set(err, EINVAL,
                           "%s \"%s\": the systemd form \"slice:prefix:name\" "
-                          "is not supported; give a cgroup path",
+                          "needs --systemd-cgroup; else give a cgroup path",
                           what, p);
   return check_components(what, p, err);
 }
@@ -537,16 +541,17 @@ static int remove_empty_ancestors(const char *path, unsigned levels,
   return 0;
 }
 
-/* Makes base/rel one level at a time; base must exist. Levels above the
- * last may exist already ("coil" is shared by containers); the last is the
- * container's own and must be new. Each level is readied by the driver
- * before the next. On failure removes the levels it made. */
 /* What a level removed under our feet looks like. */
 static bool vanished(int e) { return e == ENOENT || e == ENODEV; }
 
+/* Makes base/rel one level at a time; base must exist. Levels above the
+ * last may exist already ("coil" is shared by containers); the last is the
+ * container's own and must be new unless may_exist (systemd made it). Each
+ * level is readied by the driver before the next. On failure removes the
+ * levels it made. */
 static int make_dirs(struct cg_dir *d, const char *base, const char *rel,
-                     const struct coil_resources *res, unsigned *made,
-                     struct coil_error *err) {
+                     bool may_exist, const struct coil_resources *res,
+                     unsigned *made, struct coil_error *err) {
   cleanup_free char *full = join(base, rel);
   size_t nlev = 1;
   for (const char *p = rel; *p; p++)
@@ -575,7 +580,7 @@ static int make_dirs(struct cg_dir *d, const char *base, const char *rel,
       }
       bool last = lev + 1 == nlev;
       created[lev] = mkdir(child, 0755) == 0;
-      if (!created[lev] && errno == EEXIST && last) {
+      if (!created[lev] && errno == EEXIST && last && !may_exist) {
         coil_error_set(err, EEXIST, "cgroup %s already exists", child);
         break;
       }
@@ -622,12 +627,14 @@ struct cg_plan {
   char *rel;
   unsigned depth;
   bool relative;
+  struct systemd_unit unit; /* the systemd driver's, else zeroed */
 };
 
 static void plan_free(struct cg_plan *p) {
   host_free(&p->host);
   free(p->proc_text);
   free(p->rel);
+  systemd_unit_free(&p->unit);
 }
 
 static int plan_paths(const struct coil_cgroup_env *env,
@@ -637,16 +644,24 @@ static int plan_paths(const struct coil_cgroup_env *env,
   const char *fs_root = env && env->fs_root ? env->fs_root : DEFAULT_FS_ROOT;
   p->proc_path = env && env->proc_self_cgroup ? env->proc_self_cgroup
                                               : DEFAULT_PROC_SELF_CGROUP;
+  bool systemd = env && env->systemd;
   const char *path = cgroups_path ? cgroups_path : id;
   if (!path)
     return coil_error_set(err, EINVAL,
                           "cgroup: neither linux.cgroupsPath nor a container "
                           "id given");
-  if (check_cgroups_path(cgroups_path ? "linux.cgroupsPath" : "container id",
-                         path, err) < 0 ||
-      check_hugepages(res, err) < 0)
+  if (systemd) {
+    /* The unit's cgroup, at the same place in every hierarchy. */
+    if (systemd_unit_parse(cgroups_path, id, &p->unit, err) < 0)
+      return -1;
+  } else if (check_cgroups_path(cgroups_path ? "linux.cgroupsPath"
+                                             : "container id",
+                                path, err) < 0) {
     return -1;
-  p->relative = path[0] != '/';
+  }
+  if (check_hugepages(res, err) < 0)
+    return -1;
+  p->relative = !systemd && path[0] != '/';
 
   unsigned needed = cg_needed(res);
   unsigned wanted = CG_BASE | (needed & CG_BIT(CG_HUGETLB)) |
@@ -681,11 +696,13 @@ static int plan_paths(const struct coil_cgroup_env *env,
 
   if (p->relative && read_path(p->proc_path, &p->proc_text, err) < 0)
     return -1;
-  if (asprintf(&p->rel, "%s%s", p->relative ? COIL_PARENT "/" : "",
-               p->relative ? path : path + 1) < 0) {
+  if (systemd)
+    p->rel = strdup(p->unit.path);
+  else if (asprintf(&p->rel, "%s%s", p->relative ? COIL_PARENT "/" : "",
+                    p->relative ? path : path + 1) < 0)
     p->rel = NULL;
+  if (!p->rel)
     return no_memory(err);
-  }
   for (const char *s = p->rel; *s; s++)
     p->depth += *s == '/';
   return 0;
@@ -737,6 +754,29 @@ int cgroup_plan(const struct coil_cgroup_env *env, const char *cgroups_path,
   return 0;
 }
 
+/* The systemd driver's unit: started with the limits systemd has
+ * properties for, holding pid; cg then names it. */
+static int start_unit(const struct cg_plan *p, const struct coil_resources *res,
+                      pid_t pid, struct coil_cgroup *cg,
+                      struct coil_error *err) {
+  bool v2 = true;
+  for (size_t i = 0; i < p->host.n; i++)
+    v2 &= p->host.h[i].drv == &cg_driver_v2;
+  struct systemd_props props __attribute__((cleanup(systemd_props_free))) = {0};
+  if (systemd_resource_props(res, v2, &props, err) < 0)
+    return -1;
+  if (systemd_start_unit(&p->unit, systemd_unit_is_slice(&p->unit) ? 0 : pid,
+                         &props, err) < 0)
+    return -1;
+  cg->unit = strdup(p->unit.unit);
+  if (!cg->unit) {
+    struct coil_error e;
+    systemd_stop_unit(p->unit.unit, &e);
+    return no_memory(err);
+  }
+  return 0;
+}
+
 int cgroup_create(const struct coil_cgroup_env *env, const char *cgroups_path,
                   const char *id, const struct coil_resources *res,
                   const struct dev_policy *devices, struct coil_cgroup **out,
@@ -748,6 +788,11 @@ int cgroup_create(const struct coil_cgroup_env *env, const char *cgroups_path,
   struct coil_cgroup *cg = calloc(1, sizeof *cg);
   if (!cg)
     return no_memory(err);
+  bool systemd = env && env->systemd;
+  if (systemd && start_unit(&p, res, env->pid, cg, err) < 0) {
+    cgroup_free(cg);
+    return -1;
+  }
   for (size_t i = 0; i < p.host.n; i++) {
     const struct cg_hier *h = &p.host.h[i];
     struct cg_dir *d = &cg->dirs[cg->n];
@@ -756,13 +801,16 @@ int cgroup_create(const struct coil_cgroup_env *env, const char *cgroups_path,
     if (plan_base(&p, i, &base, err) < 0)
       goto fail;
     unsigned made = 0;
-    if (make_dirs(d, base, p.rel, res, &made, err) < 0)
+    if (make_dirs(d, base, p.rel, systemd, res, &made, err) < 0)
       goto fail;
     /* Relative: everything from "coil" down is coil's, to remove once
      * empty. Absolute: only the levels this call made. */
-    d->levels = p.relative ? p.depth : made - 1;
+    d->levels = p.relative ? p.depth : made ? made - 1 : 0;
     cg->n++;
   }
+  /* systemd put pid in its own hierarchies only (a slice takes none). */
+  if (systemd && cgroup_enter(cg, env->pid, err) < 0)
+    goto fail;
   for (size_t i = 0; i < cg->n; i++)
     if (apply_limits(&cg->dirs[i], p.host.h[i].root, res, err) < 0 ||
         (devices && cg->dirs[i].drv->devices(&cg->dirs[i], devices, err) < 0))
@@ -975,6 +1023,16 @@ int cgroup_update(const struct coil_cgroup *cg,
                             "at create only when the host has the controller "
                             "or a limit needs it)",
                             cg_field(res, c), cg_ctrl_names[c]);
+  if (cg->unit) {
+    bool v2 = true;
+    for (size_t i = 0; i < cg->n; i++)
+      v2 &= cg->dirs[i].drv == &cg_driver_v2;
+    struct systemd_props props
+        __attribute__((cleanup(systemd_props_free))) = {0};
+    if (systemd_resource_props(res, v2, &props, err) < 0 ||
+        systemd_set_unit_properties(cg->unit, &props, err) < 0)
+      return -1;
+  }
   /* Each memory cgroup shows memory.memsw.* as its root does, so the
    * container's own directory tells whether swap is accounted. */
   for (size_t i = 0; i < cg->n; i++)
@@ -991,6 +1049,9 @@ int cgroup_destroy(const struct coil_cgroup *cg, struct coil_error *err) {
   deadline.tv_nsec %= 1000000000L;
 
   int rc = 0;
+  /* systemd removes its unit's directories; the rest are coil's. */
+  if (cg->unit && systemd_stop_unit(cg->unit, err) < 0)
+    rc = -1;
   for (size_t i = cg->n; i-- > 0;) {
     const struct cg_dir *d = &cg->dirs[i];
     struct coil_error e;
@@ -1039,6 +1100,9 @@ char *cgroup_serialize(const struct coil_cgroup *cg) {
       else
         fprintf(f, "%%%02X", *p);
   }
+  /* Unit names keep to keeps()'s bytes (cgroup_systemd.c checks). */
+  if (cg->unit)
+    fprintf(f, " " UNIT_TAG "%s", cg->unit);
   if (fclose(f) != 0) {
     free(buf);
     return NULL;
@@ -1150,6 +1214,15 @@ int cgroup_deserialize(const char *text, struct coil_cgroup **out,
                           SERIAL_TAG);
   }
   while ((tok = strtok_r(NULL, " ", &save))) {
+    if (!strncmp(tok, UNIT_TAG, strlen(UNIT_TAG))) {
+      free(cg->unit);
+      cg->unit = strdup(tok + strlen(UNIT_TAG));
+      if (!cg->unit) {
+        cgroup_free(cg);
+        return no_memory(err);
+      }
+      continue;
+    }
     if (cg->n == CG_MAX_DIRS) {
       cgroup_free(cg);
       return coil_error_set(err, EINVAL, "cgroup state: too many entries");
@@ -1182,6 +1255,7 @@ void cgroup_free(struct coil_cgroup *cg) {
     return;
   for (size_t i = 0; i < CG_MAX_DIRS; i++)
     free(cg->dirs[i].path);
+  free(cg->unit);
   free(cg);
 }
 

@@ -19,6 +19,12 @@ struct coil_cgroup;
 struct coil_cgroup_env {
   const char *fs_root;
   const char *proc_self_cgroup;
+  /* The systemd driver (--systemd-cgroup): cgroups_path is
+   * "slice:prefix:name" and systemd makes the container's cgroup as a
+   * transient unit; cgroup_create then starts the unit holding pid (a scope
+   * cannot start empty) and moves pid into coil's other cgroups. */
+  bool systemd;
+  pid_t pid;
 };
 
 struct dev_policy;

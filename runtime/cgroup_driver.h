@@ -42,6 +42,9 @@ struct cg_dir {
 struct coil_cgroup {
   struct cg_dir dirs[CG_MAX_DIRS];
   size_t n;
+  /* The systemd unit that owns the directories (--systemd-cgroup), or
+   * NULL: stopped at destroy, told of updates. */
+  char *unit;
 };
 
 struct cg_driver {

@@ -220,6 +220,17 @@ struct create_ctx {
   struct coil_state_dir dir;
   int dirfd; /* dir.fd */
   struct coil_cgroup *cg;
+  /* The systemd driver's cgroup is made once init exists (see spawn_init):
+   * its arguments, and the state that then records it. */
+  bool systemd_cgroup;
+  const struct coil_resources *res;
+  const struct dev_policy *devices;
+  const char *cgroup_name;
+  struct coil_state *st;
+  char *cg_text; /* st->cgroup */
+  /* Where the cgroup will be: what init, cloned before systemd made it,
+   * shows in its cgroup mount (the same directories). */
+  const struct coil_cgroup *cg_planned;
   pid_t pid;
   const struct coil_payload *payload; /* zeroed: process.args */
   int relay[2];                       /* run's envelope pipe, or -1s */
@@ -334,6 +345,26 @@ static int idmap_fds_prepare(const struct coil_config *cfg, struct idmap_fds *t,
   return 0;
 }
 
+/* Records the container's new cgroup in its state, so delete finds it. */
+static int record_cgroup(struct create_ctx *x, struct coil_error *err) {
+  x->cg_text = cgroup_serialize(x->cg);
+  if (!x->cg_text)
+    return coil_error_sys(err, ENOMEM, "cgroup state");
+  x->st->cgroup = x->cg_text;
+  return state_write(x->dirfd, x->st, err);
+}
+
+/* systemd makes no empty scope: the unit is started holding init, which
+ * waits for SYNC_GO, so its limits are in place before it runs anything. */
+static int create_systemd_cgroup(struct create_ctx *x, pid_t pid,
+                                 struct coil_error *err) {
+  struct coil_cgroup_env env = {.systemd = true, .pid = pid};
+  if (cgroup_create(&env, x->cfg->lnx.cgroups_path, x->cgroup_name, x->res,
+                    x->devices, &x->cg, err) < 0)
+    return -1;
+  return record_cgroup(x, err);
+}
+
 /* The parent's side of the setup handshake with init (see init.c). */
 static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
                       const struct coil_rlimits *rl,
@@ -401,7 +432,7 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
                           .payload = x->payload->run,
                           .payload_arg = x->payload->arg,
                           .cgroup_join = &join,
-                          .cgroup = x->cg,
+                          .cgroup = x->cg ? x->cg : x->cg_planned,
                           .idmap_trees = idmap.fds};
     close(parent_end);
     if (x->relay[0] >= 0)
@@ -431,7 +462,8 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
   /* Born in the v2 cgroup, init moves itself into the v1 ones; otherwise
    * (an old kernel, a joined user namespace) the parent moves it. */
   if (namespaces_write_id_maps(pid, &cfg->lnx, err) < 0 ||
-      (x->cg && !born_in_cgroup && cgroup_enter(x->cg, pid, err) < 0))
+      (x->cg && !born_in_cgroup && cgroup_enter(x->cg, pid, err) < 0) ||
+      (x->systemd_cgroup && create_systemd_cgroup(x, pid, err) < 0))
     return -1;
   if (cfg->process.has_oom_score_adj &&
       write_oom_score_adj(pid, cfg->process.oom_score_adj, err) < 0)
@@ -568,9 +600,10 @@ static int container_create_parsed(const struct coil_create_opts *o,
    * about to make, so a create killed midway leaves nothing delete cannot
    * find. */
   cleanup_free char *planned = NULL;
+  struct coil_cgroup_env cg_env = {.systemd = o->systemd_cgroup};
+  cleanup_cgroup struct coil_cgroup *plan = NULL;
   if (cgroups) {
-    cleanup_cgroup struct coil_cgroup *plan = NULL;
-    if (cgroup_plan(NULL, cfg->lnx.cgroups_path, cgroup_name, res, &devices,
+    if (cgroup_plan(&cg_env, cfg->lnx.cgroups_path, cgroup_name, res, &devices,
                     &plan, err) < 0)
       return -1;
     planned = cgroup_serialize(plan);
@@ -586,16 +619,18 @@ static int container_create_parsed(const struct coil_create_opts *o,
   if (state_dir_create(o->root, o->id, &st, &x.dir, err) < 0)
     return -1;
   x.dirfd = x.dir.fd;
+  x.st = &st;
+  x.systemd_cgroup = cgroups && o->systemd_cgroup;
+  x.res = res;
+  x.devices = &devices;
+  x.cgroup_name = cgroup_name;
+  x.cg_planned = plan;
   int r = state_write_file(x.dirfd, "config.json", raw, raw_len, err);
-  if (r == 0 && cgroups)
+  if (r == 0 && cgroups && !x.systemd_cgroup) {
     r = cgroup_create(NULL, cfg->lnx.cgroups_path, cgroup_name, res, &devices,
                       &x.cg, err);
-  cleanup_free char *cg_text = NULL;
-  if (r == 0 && x.cg) {
-    cg_text = cgroup_serialize(x.cg);
-    st.cgroup = cg_text;
-    r = cg_text ? state_write(x.dirfd, &st, err)
-                : coil_error_sys(err, ENOMEM, "cgroup state");
+    if (r == 0)
+      r = record_cgroup(&x, err);
   }
   if (r == 0 && payload->relay_stdout && o->relay_fd &&
       pipe2(x.relay, O_CLOEXEC) < 0)
@@ -608,7 +643,7 @@ static int container_create_parsed(const struct coil_create_opts *o,
     close(x.relay[1]);
   if (r == 0) {
     log_debug("create %s: init is pid %d, cgroup %s", o->id, x.pid,
-              cg_text ? cg_text : "-");
+              x.cg_text ? x.cg_text : "-");
     st.pid = x.pid;
     st.pid_start = state_pid_start_time(x.pid);
     st.creating = false;
@@ -631,6 +666,7 @@ static int container_create_parsed(const struct coil_create_opts *o,
   }
   if (x.cg)
     cgroup_free(x.cg);
+  free(x.cg_text);
   state_dir_close(&x.dir);
   return r;
 }

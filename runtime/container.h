@@ -29,6 +29,8 @@ struct coil_create_opts {
    * socket, the pty master init makes lands here for run to proxy
    * (runtime/tty_proxy.h), as runc does; else it is left alone. */
   int *terminal_fd;
+  /* --systemd-cgroup: the cgroup is a systemd unit (runtime/cgroup.h). */
+  bool systemd_cgroup;
 };
 
 /* On success *pid is init's host pid; the caller is its parent. */

@@ -1,7 +1,8 @@
 #!/bin/bash
 # `make check`'s body (the binaries are built by make first): every unit test
 # binary (TAP), then the integration suite, for the plain build and then the
-# ASan+UBSan build, and for the plain build the cgroup v2 part inside a VM.
+# ASan+UBSan build, and for the plain build the cgroup v2 part inside a VM
+# and the systemd cgroup driver's tests in a VM that boots systemd.
 # COIL_TEST_VARIANTS=plain|asan|"plain asan" picks variants,
 # COIL_TEST_PARTS=unit|integration|vm|"unit integration vm" picks the parts, and
 # COIL_TEST_FILTER=SUBSTR runs only the integration tests whose name has it.
@@ -76,6 +77,7 @@ run_integration() { # coil-binary label
 run_vm() { # coil-binary label
   local bin=$1 label=$2
   run_tap "$label vm: pure cgroup v2 ($bin)" tests/vm/run.sh -- tests/vm/suite.sh "$bin"
+  run_tap "$label vm: systemd cgroup driver ($bin)" tests/vm/run.sh --systemd -- tests/vm/systemd_suite.sh "$bin"
 }
 
 want_part() { # unit|integration|vm

@@ -3,6 +3,11 @@
 tests/integration/test_*.py, in file order, with a leak check after each.
 
     /usr/bin/python3 tests/integration/run.py [-k SUBSTR]... [--coil PATH] [-v]
+        [--dir DIR]
+
+--dir takes the test_*.py files from DIR instead (tests that need what only
+a VM has, such as systemd as PID 1: tests/vm/systemd); they use harness.py
+all the same.
 
 Prints `ok N - file::test` / `not ok N - file::test` (failure details as
 `# ` lines) and ends with `N passed, M failed`; exits 1 if any test failed.
@@ -26,9 +31,9 @@ def comment(text):
         print("# " + line)
 
 
-def collect(patterns):
+def collect(patterns, where):
     tests = []
-    for path in sorted(glob.glob(os.path.join(HERE, "test_*.py"))):
+    for path in sorted(glob.glob(os.path.join(where, "test_*.py"))):
         name = os.path.splitext(os.path.basename(path))[0]
         spec = importlib.util.spec_from_file_location(name, path)
         mod = importlib.util.module_from_spec(spec)
@@ -56,6 +61,8 @@ def main():
                     help="only tests whose file::name contains this (repeatable: any)")
     ap.add_argument("--coil", default=None, help="coil binary under test")
     ap.add_argument("-v", action="store_true", help="print each test's time")
+    ap.add_argument("--dir", default=HERE,
+                    help="directory of the test_*.py files (default: this)")
     opts = ap.parse_args()
 
     if opts.coil:
@@ -73,7 +80,7 @@ def main():
         return 1
 
     harness.rootfs()
-    tests = collect(opts.patterns)
+    tests = collect(opts.patterns, os.path.abspath(opts.dir))
     print("1..%d" % len(tests))
     comment("coil: %s" % harness.COIL)
     baseline = harness.Baseline()

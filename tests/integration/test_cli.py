@@ -35,14 +35,39 @@ def test_unknown_command_fails():
     assert "frobnicate" in r.stderr, describe(r)
 
 
-def test_systemd_cgroup_refused():
+def test_systemd_cgroup_without_a_bus_fails_cleanly():
+    """--systemd-cgroup asks systemd over the system bus; with none the
+    create fails naming the option and the socket, its init killed and
+    its state gone (the runner checks that no cgroup is left)."""
     root = new_root()
     b = new_bundle(["true"])
     cid = new_id()
-    r = coil("--systemd-cgroup", "run", "--bundle", b, cid, root=root)
+    sock = os.path.join(tmpdir(), "no-bus")
+    r = coil("--systemd-cgroup", "run", "--bundle", b, cid, root=root,
+             env={"DBUS_SYSTEM_BUS_ADDRESS": "unix:path=" + sock})
     assert r.returncode not in (0, None), describe(r)
-    assert "systemd" in r.stderr.lower(), describe(r)
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1, describe(r)
+    assert "--systemd-cgroup" in lines[0] and sock in lines[0], describe(r)
     assert not os.path.exists(os.path.join(root, cid)), describe(r)
+
+
+def test_systemd_cgroups_path_format():
+    """With --systemd-cgroup linux.cgroupsPath is "slice:prefix:name"; a
+    path of another form is refused before anything is made; without the
+    option that form is refused as a cgroup path."""
+    root = new_root()
+    for path in ("/plain/path", "a:b", "nota-slice:p:n", "a--b.slice:p:n"):
+        b = new_bundle(["true"], linux={"cgroupsPath": path})
+        cid = new_id()
+        r = coil("--systemd-cgroup", "run", "--bundle", b, cid, root=root)
+        assert r.returncode not in (0, None), describe(r)
+        assert "linux.cgroupsPath" in r.stderr, describe(r)
+        assert not os.path.exists(os.path.join(root, cid)), describe(r)
+    b = new_bundle(["true"], linux={"cgroupsPath": "system.slice:p:n"})
+    r = coil("run", "--bundle", b, new_id(), root=root)
+    assert r.returncode not in (0, None), describe(r)
+    assert "--systemd-cgroup" in r.stderr, describe(r)
 
 
 def test_log_json_on_error():

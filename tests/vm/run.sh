@@ -5,19 +5,23 @@
 # the usual writable paths, and a writable scratch directory shared with the
 # host that carries the command's exit status back.
 #
-#   tests/vm/run.sh [--mem MiB] [--cpus N] -- COMMAND...
+#   tests/vm/run.sh [--mem MiB] [--cpus N] [--systemd] -- COMMAND...
 #
 # The command runs as root in the VM, with its working directory the
 # repository, and its output on this terminal. Exits with its status.
+# --systemd: systemd is PID 1 (with the system bus) and runs the command as
+# a service, for the systemd cgroup driver; nothing else is started.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$PWD
 MEM=3072
 CPUS=2
+SYSTEMD=
 while [ $# -gt 0 ]; do
   case $1 in
   --mem) MEM=$2; shift 2 ;;
   --cpus) CPUS=$2; shift 2 ;;
+  --systemd) SYSTEMD=1; shift ;;
   --) shift; break ;;
   *) break ;;
   esac
@@ -45,6 +49,36 @@ SCRATCH=$WORK/scratch
 mkdir -p "$INITRD"/{bin,dev,proc,sys,newroot,modules} "$SCRATCH"
 cp "$BUSYBOX" "$INITRD/bin/busybox"
 
+# For --systemd: units that go to the VM's /etc/systemd/system. systemd
+# boots into coil-vm.target (systemd.unit= below, so nothing this machine's
+# default.target wants: containerd, databases, getty), which wants only the
+# command's service; it and the system bus skip the default dependencies:
+# no sysinit.target (udev, tmpfiles, fstab mounts), which under emulation
+# would cost minutes.
+write_systemd_units() { # dir
+  local d=$1
+  mkdir -p "$d/dbus.service.d" "$d/dbus.socket.d"
+  cat >"$d/coil-vm.target" <<'UNIT'
+[Unit]
+Description=coil VM test
+Wants=coil-vm-test.service
+UNIT
+  printf '[Unit]\nDefaultDependencies=no\n' >"$d/dbus.socket.d/coil-vm.conf"
+  printf '[Unit]\nDefaultDependencies=no\n[Service]\nStandardOutput=null\n' \
+    >"$d/dbus.service.d/coil-vm.conf"
+  cat >"$d/coil-vm-test.service" <<'UNIT'
+[Unit]
+Description=coil VM test command
+DefaultDependencies=no
+Wants=dbus.service
+After=dbus.service
+[Service]
+Type=oneshot
+StandardOutput=null
+ExecStart=/bin/sh -c '(. /tmp/vm-scratch/cmd; echo $? >/tmp/vm-scratch/rc.tmp) >/tmp/vm-scratch/out 2>&1 </dev/null; mv /tmp/vm-scratch/rc.tmp /tmp/vm-scratch/rc; sync; echo o >/proc/sysrq-trigger'
+UNIT
+}
+
 # The modules for a 9p root over virtio, and their dependencies, in load order.
 declare -A SEEN=()
 ORDER=()
@@ -71,6 +105,7 @@ for rel in "${ORDER[@]}"; do
   echo "$f" >>"$INITRD/modules/order"
 done
 
+[ -z "$SYSTEMD" ] || write_systemd_units "$INITRD/systemd"
 cp tests/vm/init "$INITRD/init"
 chmod 0755 "$INITRD/init"
 # The command, quoted for the shell that runs it in the VM.
@@ -106,7 +141,7 @@ TAIL=$!
 qemu-system-x86_64 "${ACCEL[@]}" -machine q35 -m "$MEM" -smp "$CPUS" \
   -display none -no-reboot -monitor none -serial file:"$WORK/console" -nic none \
   -kernel "$KERNEL" -initrd "$WORK/initrd.gz" \
-  -append "console=ttyS0 $VM_KERNEL_LOG panic=-1" \
+  -append "console=ttyS0 $VM_KERNEL_LOG panic=-1${SYSTEMD:+ systemd.unit=coil-vm.target systemd.unified_cgroup_hierarchy=1 systemd.show_status=0 fstab=no}" \
   -virtfs local,path=/,mount_tag=hostroot,security_model=passthrough,readonly=on,multidevs=remap \
   -virtfs local,path="$SCRATCH",mount_tag=scratch,security_model=passthrough,multidevs=remap \
   </dev/null || true
