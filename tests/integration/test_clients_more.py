@@ -487,8 +487,24 @@ def test_ctr_foreground_run_forwards_sigterm():
     cid = harness.new_id("ctr")
     d = harness.tmpdir()
     fg = _ctr_foreground(c, cid, d, "trap 'exit 9' TERM")
+    # ctr installs its forwarder only after the task started, so the task
+    # can be ready first: wait until ctr catches SIGTERM, else the signal
+    # would kill ctr itself (bounded, not timed).
+    deadline = time.time() + 60
+    while not _catches(fg.pid, signal.SIGTERM):
+        assert time.time() < deadline, "ctr never caught SIGTERM"
+        time.sleep(0.02)
     fg.send_signal(signal.SIGTERM)
-    assert fg.wait(timeout=120) == 9
+    rc = fg.wait(timeout=120)
+    assert rc == 9, rc
+
+
+def _catches(pid, sig):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) & (1 << (sig - 1)))
+    return False
 
 
 def test_ctr_task_started_again_after_removal():
