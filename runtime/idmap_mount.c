@@ -14,31 +14,10 @@
 #include "cleanup.h"
 #include "mountfd.h"
 #include "mountopts.h"
+#include "namespaces.h"
 
 static void mountopts_freep(struct coil_mount_opts *o) { mountopts_free(o); }
 #define cleanup_mountopts __attribute__((cleanup(mountopts_freep)))
-
-static int write_map(pid_t pid, const char *file, const char *field,
-                     const struct coil_id_mapping *m, size_t n,
-                     struct coil_error *err) {
-  char buf[4096];
-  size_t off = 0;
-  for (size_t i = 0; i < n; i++) {
-    int w = snprintf(buf + off, sizeof buf - off, "%u %u %u\n",
-                     m[i].container_id, m[i].host_id, m[i].size);
-    if (w < 0 || (size_t)w >= sizeof buf - off)
-      return coil_error_set(err, E2BIG, "%s: too many mappings", field);
-    off += (size_t)w;
-  }
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/%s", pid, file);
-  cleanup_close int fd = open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0)
-    return coil_error_sys(err, errno, "%s: open %s", field, path);
-  if (write(fd, buf, off) != (ssize_t)off)
-    return coil_error_sys(err, errno, "%s: write %s", field, path);
-  return 0;
-}
 
 /* A user namespace with m's mappings, held by an fd: a child is born into
  * it, given the maps, and exits once the namespace is open. */
@@ -61,10 +40,12 @@ static int mapped_userns(const struct coil_mount *m, struct coil_error *err) {
   int ns = -1;
   if (pid < 0) {
     coil_error_sys(err, errno, "clone a user namespace");
-  } else if (write_map(pid, "uid_map", "uidMappings", m->uid_mappings,
-                       m->n_uid_mappings, err) == 0 &&
-             write_map(pid, "gid_map", "gidMappings", m->gid_mappings,
-                       m->n_gid_mappings, err) == 0) {
+  } else if (namespaces_write_map(pid, "uid_map", "uidMappings",
+                                  m->uid_mappings, m->n_uid_mappings,
+                                  err) == 0 &&
+             namespaces_write_map(pid, "gid_map", "gidMappings",
+                                  m->gid_mappings, m->n_gid_mappings,
+                                  err) == 0) {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/ns/user", pid);
     ns = open(path, O_RDONLY | O_CLOEXEC);

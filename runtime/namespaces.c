@@ -166,9 +166,9 @@ int namespaces_parent_restore(struct ns_saved *saved, struct coil_error *err) {
   return r;
 }
 
-static int write_map(pid_t pid, const char *file, const char *field,
-                     const struct coil_id_mapping *m, size_t n,
-                     struct coil_error *err) {
+int namespaces_write_map(pid_t pid, const char *file, const char *field,
+                         const struct coil_id_mapping *m, size_t n,
+                         struct coil_error *err) {
   char buf[4096];
   size_t off = 0;
   for (size_t i = 0; i < n; i++) {
@@ -192,11 +192,11 @@ int namespaces_write_id_maps(pid_t pid, const struct coil_linux *l,
                              struct coil_error *err) {
   if (!namespaces_wants_new(l, CLONE_NEWUSER))
     return 0;
-  if (write_map(pid, "uid_map", "linux.uidMappings", l->uid_mappings,
-                l->n_uid_mappings, err) < 0)
+  if (namespaces_write_map(pid, "uid_map", "linux.uidMappings", l->uid_mappings,
+                           l->n_uid_mappings, err) < 0)
     return -1;
-  return write_map(pid, "gid_map", "linux.gidMappings", l->gid_mappings,
-                   l->n_gid_mappings, err);
+  return namespaces_write_map(pid, "gid_map", "linux.gidMappings",
+                              l->gid_mappings, l->n_gid_mappings, err);
 }
 
 long namespaces_host_id(const struct coil_id_mapping *m, size_t n,

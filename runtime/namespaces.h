@@ -46,6 +46,12 @@ int namespaces_parent_restore(struct ns_saved *saved, struct coil_error *err);
 /* The user namespace path, or NULL. */
 const char *namespaces_user_path(const struct coil_linux *l);
 
+/* Writes one /proc/PID/{uid,gid}_map from mappings; errors name
+ * `field`. */
+int namespaces_write_map(pid_t pid, const char *file, const char *field,
+                         const struct coil_id_mapping *m, size_t n,
+                         struct coil_error *err);
+
 /* Parent: writes /proc/<pid>/{uid_map,gid_map}. */
 int namespaces_write_id_maps(pid_t pid, const struct coil_linux *l,
                              struct coil_error *err);
