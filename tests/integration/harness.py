@@ -105,8 +105,14 @@ def new_id(prefix="t"):
     return register_id("%s-%d-%d" % (prefix, os.getpid(), next(_counter)))
 
 
+# COIL_TEST_TMP: where test directories go (default /tmp). The systemd VM
+# points it at a tmpfs: its /tmp is an overlay, which containerd's overlay
+# snapshots cannot stack on.
+TEST_TMP = os.environ.get("COIL_TEST_TMP", "/tmp")
+
+
 def _mkdtemp(kind):
-    d = tempfile.mkdtemp(prefix="%s%s-" % (TMP_PREFIX, kind), dir="/tmp")
+    d = tempfile.mkdtemp(prefix="%s%s-" % (TMP_PREFIX, kind), dir=TEST_TMP)
     # The container's root (a mapped uid) must be able to traverse to its
     # rootfs and to bind-mount sources, as with any runtime.
     os.chmod(d, 0o755)
@@ -644,7 +650,7 @@ def new_test_mounts(baseline):
     out = []
     for mp, mroot, _ in sorted(mount_points() - baseline.mounts):
         if (_inside(mp, paths) or _inside(mroot, paths) or mp in dests or
-                mp.startswith("/tmp/" + TMP_PREFIX)):
+                mp.startswith(os.path.join(TEST_TMP, TMP_PREFIX))):
             out.append((mp, mroot))
     return out
 
