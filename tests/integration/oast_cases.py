@@ -109,7 +109,8 @@ class Listener:
     """oast/listener.py on free loopback ports, stopped (SIGTERM, waited)
     at the end of the test; checks that it left no coil run behind."""
 
-    def __init__(self, backend, cfg=None, serve_socket=None):
+    def __init__(self, backend, cfg=None):
+        serve_socket = SERVE["socket"] if backend == "serve" else None
         self.dir = harness.tmpdir()
         self.root = harness.new_root()
         for name, code in HOSTILE.items():
@@ -501,15 +502,24 @@ CASES = [(n[len("case_"):], f) for n, f in list(globals().items())
          if n.startswith("case_")]
 
 
-def install(namespace, backend):
+SERVE = {"socket": None}  # set while a `coil serve` runs for the serve cases
+
+
+def install(namespace, backend, start=None):
     """Defines test_oast_<backend>_<case> in namespace (a test module's
-    globals) for every case, in file order."""
+    globals) for every case, in file order. start(), when given, runs first
+    and returns a function that stops what it started."""
     for name, fn in CASES:
         def test(fn=fn):
             del LIVE[:]
-            fn(backend)
-            for lst in LIVE:
-                lst.stop()
+            stop = start() if start else None
+            try:
+                fn(backend)
+                for lst in LIVE:
+                    lst.stop()
+            finally:
+                if stop:
+                    stop()
         test.__name__ = "test_oast_%s_%s" % (backend, name)
         test.__module__ = namespace["__name__"]
         test.__qualname__ = test.__name__
