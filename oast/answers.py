@@ -109,7 +109,8 @@ def check_dns(result, qtype, ttl_max):
     if any(r["type"] == "CNAME" for r in recs) and len(recs) != 1:
         _fail("result.answers", "a CNAME must be the only record")
     for i, r in enumerate(recs):
-        if r["type"] != "CNAME" and qtype is not None and r["type"] != qtype:
+        if r["type"] != "CNAME" and qtype not in (None, "ANY") and \
+                r["type"] != qtype:
             _fail("result.answers[%d].type" % i,
                   "%s record in the answer to a %s query" % (r["type"], qtype))
     return rcode, recs

@@ -67,6 +67,19 @@ def _plain(status, text):
         (text + "\n").encode()
 
 
+async def _linger(reader, writer):
+    """Closing with unread input makes the kernel send a reset, which can
+    destroy the error response before the client reads it: half-close, then
+    discard what the client still sends, for a bounded time."""
+    writer.write_eof()
+    try:
+        for _ in range(64):
+            if not await asyncio.wait_for(reader.read(65536), 1.0):
+                break
+    except (asyncio.TimeoutError, ConnectionError):
+        pass
+
+
 class HttpService:
     def __init__(self, core):
         self.core = core
@@ -78,6 +91,7 @@ class HttpService:
             return
         self.conns += 1
         head_only = False
+        unread = False
         try:
             try:
                 head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"),
@@ -88,13 +102,17 @@ class HttpService:
                     reader, writer, method, target, headers)
             except BadRequest as e:
                 status, hdrs, body = _plain(e.status, str(e))
+                unread = True
             except asyncio.LimitOverrunError:
                 status, hdrs, body = _plain(431, "request head too large")
+                unread = True
             except (asyncio.IncompleteReadError, asyncio.TimeoutError,
                     ConnectionError):
                 return
             writer.write(_response(status, hdrs, body, head_only))
             await writer.drain()
+            if unread:
+                await _linger(reader, writer)
         except ConnectionError:
             pass
         finally:

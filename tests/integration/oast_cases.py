@@ -337,6 +337,10 @@ def case_http_request_limits(backend):
     with socket.create_connection(("127.0.0.1", lst.http_port), timeout=30) as s:
         s.sendall(b"NONSENSE\r\n\r\n")
         assert s.recv(100).startswith(b"HTTP/1.1 400 "), "bad request line"
+    with socket.create_connection(("127.0.0.1", lst.http_port), timeout=30) as s:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: echo.t1.oast.test\r\nX-Big: " +
+                  b"a" * 20000 + b"\r\n\r\n")
+        assert s.recv(100).startswith(b"HTTP/1.1 431 "), "head over 16 KiB"
 
 
 def case_static_zone_and_authority(backend):
