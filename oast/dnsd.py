@@ -6,9 +6,10 @@ gets SERVFAIL."""
 
 import asyncio
 import struct
+import sys
 import time
 
-from dnslib import (AAAA, CNAME, DNSError, DNSRecord, NS, QTYPE, RCODE, RR,
+from dnslib import (AAAA, CNAME, DNSRecord, NS, QTYPE, RCODE, RR,
                     SOA, TXT, A)
 
 from oast import answers
@@ -34,12 +35,24 @@ class DnsService:
         """The reply's wire bytes, or None to stay silent (not a query)."""
         try:
             q = DNSRecord.parse(data)
-        except (DNSError, Exception):  # dnslib raises more than DNSError
+        except Exception:  # noqa: BLE001 (dnslib raises more than DNSError)
             return None
         if q.header.qr:
             return None
         reply = q.reply(ra=0, aa=1)
         reply.header.ra = 0
+        try:
+            return await self._answer(q, reply, src, sport, transport)
+        except Exception as e:  # noqa: BLE001 (a bug must not silence DNS)
+            sys.stderr.write("oast: internal error answering %s from %s:%d: "
+                             "%s: %s\n" % (q.q.qname, src, sport,
+                                           type(e).__name__, e))
+            fail = q.reply(ra=0, aa=1)
+            fail.header.ra = 0
+            fail.header.rcode = RCODE.SERVFAIL
+            return self._pack(fail, q, transport)
+
+    async def _answer(self, q, reply, src, sport, transport):
         if q.header.opcode != 0 or len(q.questions) != 1:
             reply.header.rcode = RCODE.NOTIMP if q.header.opcode else RCODE.FORMERR
             reply.header.aa = 0

