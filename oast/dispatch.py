@@ -116,7 +116,7 @@ class Core:
         """The backend call ended: its slot and admission are free again
         (possibly after the caller already answered with the default)."""
         self.tasks.discard(fut)
-        t.slots.release()
+        t.slot_done()
         t.release()
         if not fut.cancelled():
             fut.exception()

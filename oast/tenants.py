@@ -40,7 +40,8 @@ class Tenant:
         self.cfg = cfg
         self.name = cfg["name"]
         self.limits = cfg["limits"]
-        self.slots = asyncio.Semaphore(self.limits["max_inflight"])
+        self.running = 0       # calls holding a slot
+        self.waiters = collections.deque()  # futures of calls waiting for one
         self.pending = 0     # calls admitted: running or waiting for a slot
         self.key_locks = {}  # state key -> [lock, users]
         self.state = StateStore(self.limits["state_keys_max"])
@@ -83,10 +84,37 @@ class Tenant:
             del self.key_locks[key]
 
     async def slot(self, wait_s):
+        """Takes one of the tenant's max_inflight slots, waiting at most
+        wait_s in arrival order. Futures rather than a semaphore under
+        wait_for: a waiter that gives up is removed here, and a slot granted
+        just as its waiter gives up is handed back, never lost."""
+        if self.running < self.limits["max_inflight"] and not self.waiters:
+            self.running += 1
+            return
+        fut = asyncio.get_running_loop().create_future()
+        self.waiters.append(fut)
         try:
-            await asyncio.wait_for(self.slots.acquire(), wait_s)
-        except asyncio.TimeoutError:
+            await asyncio.wait({fut}, timeout=wait_s)
+        except BaseException:
+            if fut.done():
+                self.slot_done()  # granted as the caller was cancelled
+            else:
+                fut.cancel()
+                self.waiters.remove(fut)
+            raise
+        if not fut.done():
+            fut.cancel()
+            self.waiters.remove(fut)
             raise Busy("no free slot within %d ms" % self.limits["queue_ms"])
+
+    def slot_done(self):
+        """Hands the slot to the first waiter, or frees it."""
+        while self.waiters:
+            fut = self.waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                return
+        self.running -= 1
 
     def log(self, line):
         """One line per failure, at most log_per_s a second per tenant: a
