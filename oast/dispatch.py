@@ -73,7 +73,7 @@ class Core:
         task = None
         ent = None
         try:
-            ent = await t.key_lock(key)
+            ent = await t.key_lock(key, t.limits["queue_ms"] / 1000.0)
             waited = time.monotonic() - arrived
             await t.slot(max(0.0, t.limits["queue_ms"] / 1000.0 - waited))
             req = dict(request)

@@ -60,15 +60,19 @@ class Tenant:
     def release(self):
         self.pending -= 1
 
-    async def key_lock(self, key):
+    async def key_lock(self, key, wait_s):
         """Calls sharing a state key run one after the other, so each sees
-        the state the previous one returned."""
+        the state the previous one returned; one waits at most wait_s."""
         ent = self.key_locks.get(key)
         if ent is None:
             ent = self.key_locks[key] = [asyncio.Lock(), 0]
         ent[1] += 1
         try:
-            await ent[0].acquire()
+            await asyncio.wait_for(ent[0].acquire(), wait_s)
+        except asyncio.TimeoutError:
+            self._unuse(key, ent)
+            raise Busy("calls for the same key took over %d ms" %
+                       self.limits["queue_ms"])
         except BaseException:
             self._unuse(key, ent)
             raise

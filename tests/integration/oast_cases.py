@@ -286,6 +286,23 @@ def case_dns_rebind_udp_and_tcp(backend):
     assert lst.status("a.rebind.t2.oast.test") == "SERVFAIL"
 
 
+def case_dns_rebind_same_name_at_once(backend):
+    """Queries for one name that arrive together still see one another's
+    state: exactly one of them gets the public address."""
+    lst = Listener(backend)
+    got = []
+
+    def ask():
+        got.append(lst.query("same.rebind.t1.oast.test")[1:])
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(got) == [(0, ["127.0.0.1"])] * 3 + [(0, ["203.0.113.10"])], got
+
+
 def case_dns_by_source_network(backend):
     lst = Listener(backend)
     assert lst.dig("net.t1.oast.test", src="127.0.0.1").split() == ["198.51.100.1"]
