@@ -36,7 +36,8 @@ def bench_config(d):
     return {
         "defaults": {"timeout_ms": 2000, "queue_ms": 1000, "memory_mb": 64,
                      "max_inflight": 2 if BACKEND == "py" else 8,
-                     "max_queue": 64, "log_per_s": 1},
+                     "max_queue": 64 if BACKEND == "py" else 128,
+                     "log_per_s": 1},
         "tenants": {"t1": {
             "zones": ["t1.oast.test"],
             "handlers": {"by_source": os.path.join(REPO, "oast", "handlers",
