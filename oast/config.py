@@ -58,7 +58,7 @@ def _int(v, field, lo, hi):
     return v
 
 
-def _addr(v, field):
+def parse_addr(v, field):
     if not isinstance(v, str) or ":" not in v:
         _fail(field, "expected \"HOST:PORT\"")
     host, _, port = v.rpartition(":")
@@ -143,8 +143,8 @@ def load(path):
     out = {"base": base}
     listen = _obj(cfg.get("listen", {}), "listen")
     _check_keys(listen, "listen", ("dns", "http"))
-    out["dns"] = _addr(listen["dns"], "listen.dns") if "dns" in listen else None
-    out["http"] = _addr(listen["http"], "listen.http") if "http" in listen else None
+    out["dns"] = parse_addr(listen["dns"], "listen.dns") if "dns" in listen else None
+    out["http"] = parse_addr(listen["http"], "listen.http") if "http" in listen else None
     out["backend"] = cfg.get("backend", "py")
     if out["backend"] not in BACKENDS:
         _fail("backend", "expected one of " + " ".join(BACKENDS))

@@ -9,6 +9,7 @@ import sys
 import time
 
 from oast import answers
+from oast.config import find_zone, zone_index
 from oast.tenants import Busy, Tenant
 
 # The backend enforces timeout_ms itself and returns after it; this is only
@@ -18,7 +19,6 @@ BACKSTOP_S = 3.0
 
 class Core:
     def __init__(self, cfg, backend):
-        from oast.config import zone_index
         self.cfg = cfg
         self.backend = backend
         self.tenants = {n: Tenant(t) for n, t in cfg["tenants"].items()}
@@ -28,7 +28,6 @@ class Core:
         self.stats = {"calls": 0, "failures": 0}
 
     def zone_for(self, name):
-        from oast.config import find_zone
         return find_zone(self.index, name)
 
     def spawn(self, coro):

@@ -13,6 +13,7 @@ from dnslib import (AAAA, CNAME, DNSRecord, NS, QTYPE, RCODE, RR,
                     SOA, TXT, A)
 
 from oast import answers
+from oast.config import route_for
 
 TCP_IDLE_S = 10.0
 TCP_CONNS_MAX = 256
@@ -68,7 +69,6 @@ class DnsService:
             return self._pack(reply, q, transport)
         tenant, zone, labels = found
         tc = self.core.tenants[tenant].cfg
-        from oast.config import route_for
         route, target = route_for(tc["dns"], labels)
         if not labels and qtype in ("SOA", "NS") and target is None:
             if qtype == "SOA":

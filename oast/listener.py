@@ -48,7 +48,7 @@ def load(opts):
     for name in ("dns", "http"):
         v = getattr(opts, name)
         if v:
-            cfg[name] = config._addr(v, "--" + name)
+            cfg[name] = config.parse_addr(v, "--" + name)
     for name in ("coil", "coil_root", "serve_socket"):
         v = getattr(opts, name)
         if v:

@@ -14,7 +14,6 @@ import os
 import select
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,7 @@ OUTSTANDING = os.environ.get("OAST_BENCH_OUTSTANDING",
 WANT = {"static": "192.0.2.53", "handler": "198.51.100.1"}
 
 
-def bench_config(d):
+def bench_config():
     return {
         "defaults": {"timeout_ms": 2000, "queue_ms": 1000, "memory_mb": 64,
                      "max_inflight": 2 if BACKEND == "py" else 8,
@@ -96,7 +95,7 @@ def main():
     d = tempfile.mkdtemp(prefix="oast-bench-")
     cfg = os.path.join(d, "config.json")
     with open(cfg, "w") as f:
-        json.dump(bench_config(d), f)
+        json.dump(bench_config(), f)
     argv = ["/usr/bin/python3", os.path.join(REPO, "oast", "listener.py"),
             "--config", cfg, "--backend", BACKEND, "--dns", "127.0.0.1:0",
             "--coil", os.path.join(REPO, "coil"), "--coil-root", os.path.join(d, "root")]

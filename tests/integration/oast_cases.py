@@ -8,7 +8,6 @@ import hmac
 import json
 import os
 import select
-import shutil
 import signal
 import socket
 import statistics
