@@ -126,17 +126,17 @@ class ServeBackend:
         self.pool = None
 
     def _client(self, tenant, timeout):
+        """An idle connection of the tenant's (their timeout is the
+        tenant's, fixed), or a new one."""
         idle = self.idle.setdefault(tenant, [])
-        c = idle.pop() if idle else self.client_cls(self.socket, tenant=tenant)
-        c.timeout = timeout
-        if getattr(c, "sock", None) is not None:
-            c.sock.settimeout(timeout)
-        return c
+        if idle:
+            return idle.pop()
+        return self.client_cls(self.socket, tenant=tenant, timeout=timeout)
 
     def _register(self, tenant, name, path):
         with open(path, encoding="utf-8") as f:
             code = f.read()
-        c = self._client(tenant, 10.0)
+        c = self.client_cls(self.socket, tenant=tenant, timeout=10.0)
         try:
             env = c.register(name, code, tenant=tenant)
         finally:
