@@ -568,6 +568,24 @@ def case_config_errors(backend):
         lines = r.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith("oast: ") and want in lines[0], (
             want, r.stderr)
+    # a port already taken: exit 1, one line, nothing left listening
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        p = os.path.join(d, "ok.json")
+        with open(p, "w") as f:
+            json.dump(config(), f)
+        for name, code in HOSTILE.items():
+            with open(os.path.join(d, name + ".py"), "w") as f:
+                f.write(code)
+        r = subprocess.run([PYTHON, LISTENER, "--config", p, "--backend", backend,
+                            "--dns", "127.0.0.1:%d" % taken.getsockname()[1],
+                            "--coil", harness.COIL, "--coil-root", harness.new_root()]
+                           + (["--serve-socket", SERVE["socket"]]
+                              if SERVE["socket"] else []),
+                           capture_output=True, text=True, timeout=60)
+    last = r.stderr.splitlines()[-1:]
+    assert r.returncode == 1 and last == [
+        "oast: cannot start: [Errno 98] Address already in use"], r
 
 
 CASES = [(n[len("case_"):], f) for n, f in list(globals().items())
