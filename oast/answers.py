@@ -2,6 +2,8 @@
 handler error (the caller answers with the safe default), never a partial
 answer: each check raises AnswerError naming the field."""
 
+import base64
+import binascii
 import ipaddress
 import json
 import re
@@ -157,8 +159,6 @@ def check_http(result):
             _fail("result.body", "expected a string")
         body = result["body"].encode("utf-8")
     elif "body_b64" in result:
-        import base64
-        import binascii
         try:
             body = base64.b64decode(result["body_b64"], validate=True)
         except (binascii.Error, TypeError, ValueError):
