@@ -40,7 +40,7 @@ CLANG_OBJ := $(patsubst %.c,build-clang/%.o,$(LIB_SRC) $(CMD_SRC))
 UNIT_BIN := $(patsubst tests/unit/%.c,build/tests/%,$(UNIT_SRC))
 UNIT_ASAN_BIN := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_SRC))
 
-.PHONY: all deps bundle check check-unit check-integration check-vm check-asan demo install clean bench format \
+.PHONY: all deps bundle check check-unit check-integration check-vm check-asan demo install clean bench format oast-demo \
         fuzz clean-fuzz
 
 all: coil
@@ -174,6 +174,13 @@ demo: deps
 
 bench: coil
 	tests/bench/run.sh
+	tests/bench/oast_bench.sh
+
+# The OAST listener on loopback (DNS 127.0.0.1:5353, HTTP 127.0.0.1:8053),
+# tenants t1 and t2 of oast/config.json; docs/oast.md. Ctrl-C stops it.
+oast-demo: deps coil
+	@[ -d bundles/python/rootfs/usr/lib/python3.11 ] || $(MAKE) bundle
+	/usr/bin/python3 oast/demo.py
 
 install: coil bundle
 	install -D -m 0755 coil $(DESTDIR)$(PREFIX)/bin/coil

@@ -1,0 +1,147 @@
+"""The OAST listener under dnsperf: queries per second and latency
+percentiles of answers a tenant handler decides (coil in the path), beside
+the same listener answering from a static zone (no handler: the ceiling).
+
+Run by tests/bench/oast_bench.sh from the repository root, as root.
+Environment: OAST_BENCH_SECONDS (per phase, default 20), OAST_BENCH_BACKEND
+(py, the default, or serve), OAST_BENCH_SERVE_SOCKET (coil serve's socket,
+for serve), OAST_BENCH_OUTSTANDING (dnsperf -q of the handler phase).
+Exit status 0 whatever the numbers; 1 when the listener or dnsperf failed,
+or an answer was wrong (a timing of wrong answers is worthless)."""
+
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.abspath(os.getcwd())
+SECONDS = int(os.environ.get("OAST_BENCH_SECONDS", "20"))
+BACKEND = os.environ.get("OAST_BENCH_BACKEND", "py")
+SOCKET = os.environ.get("OAST_BENCH_SERVE_SOCKET", "/run/coil/serve.sock")
+# Queries dnsperf keeps outstanding: the static phase always 100; the
+# handler phase by default 4 with the py backend (two slots and a short
+# queue: more only measures how fast the listener answers SERVFAIL to a
+# full queue), 100 with serve.
+OUTSTANDING = os.environ.get("OAST_BENCH_OUTSTANDING",
+                             "4" if BACKEND == "py" else "100")
+WANT = {"static": "192.0.2.53", "handler": "198.51.100.1"}
+
+
+def bench_config():
+    return {
+        "defaults": {"timeout_ms": 2000, "queue_ms": 1000, "memory_mb": 64,
+                     "max_inflight": 2 if BACKEND == "py" else 8,
+                     "max_queue": 64 if BACKEND == "py" else 128,
+                     "log_per_s": 1},
+        "tenants": {"t1": {
+            "zones": ["t1.oast.test"],
+            "handlers": {"by_source": os.path.join(REPO, "oast", "handlers",
+                                                   "by_source.py")},
+            "dns": {"h": "by_source",
+                    "static": {"static": {"answers": [
+                        {"type": "A", "value": WANT["static"], "ttl": 60}]}}},
+        }},
+    }
+
+
+def percentile(sorted_vals, p):
+    if not sorted_vals:
+        return float("nan")
+    k = min(len(sorted_vals) - 1, max(0, int(round(p / 100.0 * len(sorted_vals))) - 1))
+    return sorted_vals[k]
+
+
+def dnsperf(port, name, d, outstanding):
+    qfile = os.path.join(d, name + ".txt")
+    with open(qfile, "w") as f:
+        f.write("%s.t1.oast.test A\n" % ("h" if name == "handler" else "static"))
+    r = subprocess.run(["dnsperf", "-s", "127.0.0.1", "-p", str(port), "-d", qfile,
+                        "-l", str(SECONDS), "-q", outstanding, "-t", "5", "-v"],
+                       capture_output=True, text=True, timeout=SECONDS + 60)
+    if r.returncode != 0:
+        raise RuntimeError("dnsperf failed: %s" % r.stderr[-500:])
+    lat = {}
+    for line in r.stdout.splitlines():
+        if line.startswith("> "):
+            parts = line.split()
+            lat.setdefault(parts[1], []).append(float(parts[-1]))
+    stats = {}
+    for line in r.stdout.splitlines():
+        line = line.strip()
+        for key in ("Queries sent", "Queries completed", "Queries lost",
+                    "Run time (s)"):
+            if line.startswith(key + ":"):
+                stats[key] = float(line.split(":")[1].split()[0])
+    return lat, stats
+
+
+def check_answer(port, name):
+    r = subprocess.run(["dig", "@127.0.0.1", "-p", str(port), "+short", "+tries=1",
+                        "+time=10", name + ".t1.oast.test"],
+                       capture_output=True, text=True, timeout=30)
+    got = r.stdout.split()
+    if got != [WANT["handler" if name == "h" else "static"]]:
+        raise RuntimeError("%s answered %r" % (name, got))
+
+
+def main():
+    if not shutil.which("dnsperf"):
+        print("oast bench: dnsperf is missing (apt-get install dnsperf)", file=sys.stderr)
+        return 1
+    d = tempfile.mkdtemp(prefix="oast-bench-")
+    cfg = os.path.join(d, "config.json")
+    with open(cfg, "w") as f:
+        json.dump(bench_config(), f)
+    argv = ["/usr/bin/python3", os.path.join(REPO, "oast", "listener.py"),
+            "--config", cfg, "--backend", BACKEND, "--dns", "127.0.0.1:0",
+            "--coil", os.path.join(REPO, "coil"), "--coil-root", os.path.join(d, "root")]
+    if BACKEND == "serve":
+        argv += ["--serve-socket", SOCKET]
+    err = open(os.path.join(d, "listener.err"), "w")
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err)
+    try:
+        ready, _, _ = select.select([p.stdout], [], [], 60)
+        line = p.stdout.readline() if ready else b""
+        if not line:
+            raise RuntimeError("the listener did not start")
+        port = json.loads(line)["dns"][1]
+        check_answer(port, "static")
+        check_answer(port, "h")
+        print("oast bench: dnsperf -l %d, -q 100 (static) / %s (handler), "
+              "backend %s, %d CPUs" % (SECONDS, OUTSTANDING, BACKEND,
+                                      os.cpu_count()))
+        print("%-22s %8s %9s %7s %7s %7s %7s %7s" % (
+            "answers", "sent", "lost", "qps", "ok/s", "p50 ms", "p90 ms", "p99 ms"))
+        for name, label in (("static", "static zone (ceiling)"),
+                            ("handler", "handler (coil %s)" % BACKEND)):
+            lat, st = dnsperf(port, name, d,
+                              "100" if name == "static" else OUTSTANDING)
+            ok = sorted(lat.get("NOERROR", []))
+            allv = sorted(v for vs in lat.values() for v in vs)
+            secs = st.get("Run time (s)", SECONDS) or SECONDS
+            print("%-22s %8d %9d %7.0f %7.0f %7.2f %7.2f %7.2f" % (
+                label, st.get("Queries sent", 0), st.get("Queries lost", 0),
+                len(allv) / secs, len(ok) / secs, percentile(ok, 50) * 1e3,
+                percentile(ok, 90) * 1e3, percentile(ok, 99) * 1e3))
+            other = {k: len(v) for k, v in lat.items() if k != "NOERROR"}
+            if other:
+                print("%-22s other answers: %s (the tenant's queue was full: "
+                      "SERVFAIL at once)" % ("", other))
+        check_answer(port, "h")
+        return 0
+    except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError) as e:
+        print("oast bench: %s" % e, file=sys.stderr)
+        return 1
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=60)
+        err.close()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
