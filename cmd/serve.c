@@ -557,6 +557,10 @@ static bool serve_frame(struct conn *c) {
       log_warn("serve: tenant %s: %s (%.1f ms)", tenants[tindex].cfg->name,
                type, ms);
   }
+  /* Any ProtocolError ends the connection: the client's framing or
+   * requests cannot be trusted to be in step any more. */
+  if (type && strcmp(type, "ProtocolError") == 0)
+    keep = false;
   bool ok = answer && write_frame(c->fd, answer, strlen(answer)) == 0;
   free(answer);
   atomic_fetch_sub(&active_requests, 1);

@@ -730,29 +730,33 @@ void serve_run(struct serve_tenant *t, enum serve_job_kind kind,
   bool sent = false;
   struct serve_template *tm = NULL;
   int out_r = -1, job_s = -1;
-  /* A template that died since its last job is replaced once, unseen. */
-  for (int attempt = 0; attempt < 2 && !sent; attempt++) {
+  /* A template that died since its last job is replaced, unseen by the
+   * caller, as long as no child of it started the job. */
+  for (int attempt = 0; attempt < 3; attempt++) {
     tm = acquire(t, why, sizeof why);
     if (!tm)
       break;
     sent = send_job(tm, &j, code, entry, request, request_len, &out_r, &job_s);
-    if (!sent) {
-      release(t, tm, true);
-      tm = NULL;
-      snprintf(why, sizeof why, "tenant %s: the template failed", t->cfg->name);
+    if (sent) {
+      collect(out_r, job_s, now_ms() + lim->timeout_ms + GRACE_MS,
+              (size_t)lim->output_bytes + 4096, &s);
+      close(out_r);
+      close(job_s);
     }
+    bool failed = !sent || (s.template_failed && !s.started && !s.ended);
+    release(t, tm, !sent || s.template_failed);
+    if (!failed)
+      break;
+    free(s.out);
+    s = (struct job_state){0};
+    sent = false;
+    snprintf(why, sizeof why, "tenant %s: the template failed", t->cfg->name);
   }
+  give_slot(t);
   if (!sent) {
-    give_slot(t);
     finish(out, serve_error_envelope("Unavailable", why), "Unavailable");
     return;
   }
-  collect(out_r, job_s, now_ms() + lim->timeout_ms + GRACE_MS,
-          (size_t)lim->output_bytes + 4096, &s);
-  close(out_r);
-  close(job_s);
-  release(t, tm, s.template_failed);
-  give_slot(t);
   memcpy(out->digest, s.digest, sizeof out->digest);
   while (s.len && s.out[s.len - 1] == '\n')
     s.out[--s.len] = '\0';
