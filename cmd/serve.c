@@ -40,6 +40,7 @@ static size_t n_tenants;
 static _Atomic int connections;
 static _Atomic int active_requests;
 static _Atomic bool draining;
+static const char *server_bundle; /* the config's, or the default */
 
 /* ---- metrics ----------------------------------------------------------- */
 
@@ -726,6 +727,7 @@ static void reload(const char *path) {
       struct serve_tenant_config tmp = *old;
       *old = *nw;
       *nw = tmp;
+      tenants[i].bundle = old->bundle ? old->bundle : server_bundle;
       pthread_cond_broadcast(&tenants[i].cv);
       pthread_mutex_unlock(&tenants[i].mu);
       serve_tenant_recycle(&tenants[i]);
@@ -769,10 +771,9 @@ int cmd_serve(const struct global_opts *g, int argc, char **argv) {
     log_error("serve: %s", err.msg);
     return EXIT_ERR;
   }
-  char bundle_buf[PATH_MAX];
-  const char *bundle = config.bundle
-                           ? config.bundle
-                           : default_bundle(bundle_buf, sizeof bundle_buf);
+  static char bundle_buf[PATH_MAX];
+  server_bundle = config.bundle ? config.bundle
+                                : default_bundle(bundle_buf, sizeof bundle_buf);
   n_tenants = config.n_tenants;
   tenants = calloc(n_tenants, sizeof *tenants);
   metrics = calloc(n_tenants, sizeof *metrics);
@@ -783,7 +784,7 @@ int cmd_serve(const struct global_opts *g, int argc, char **argv) {
   for (size_t i = 0; i < n_tenants; i++) {
     tenants[i].cfg = &config.tenants[i];
     tenants[i].bundle =
-        config.tenants[i].bundle ? config.tenants[i].bundle : bundle;
+        config.tenants[i].bundle ? config.tenants[i].bundle : server_bundle;
   }
   /* Signals arrive on a signalfd of the main thread: every thread inherits
    * the mask set here. */
