@@ -627,13 +627,26 @@ static int listen_unix(const char *path, int mode, struct coil_error *err) {
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return coil_error_sys(err, errno, "--socket: socket");
-  /* Created with no access for others: chmod widens it to mode after. */
+  /* Bound and listening under a temporary name, with no access for others
+   * until chmod sets mode, then renamed: a client that sees the path can
+   * connect. */
+  struct sockaddr_un tmp = a;
+  if (snprintf(tmp.sun_path, sizeof tmp.sun_path, "%s.%d", path,
+               (int)getpid()) >= (int)sizeof tmp.sun_path) {
+    close(fd);
+    return coil_error_set(err, ENAMETOOLONG, "--socket: %s: path too long",
+                          path);
+  }
+  unlink(tmp.sun_path);
   mode_t old = umask(0177);
-  int r = bind(fd, (struct sockaddr *)&a, sizeof a);
+  int r = bind(fd, (struct sockaddr *)&tmp, sizeof tmp);
   umask(old);
-  if (r < 0 || chmod(path, (mode_t)mode) < 0 || listen(fd, 128) < 0) {
+  if (r < 0 || chmod(tmp.sun_path, (mode_t)mode) < 0 || listen(fd, 128) < 0 ||
+      rename(tmp.sun_path, path) < 0) {
     int e = errno;
     close(fd);
+    if (r == 0)
+      unlink(tmp.sun_path);
     return coil_error_sys(err, e, "--socket: %s", path);
   }
   return fd;

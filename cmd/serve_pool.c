@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
+#include "cgroup_stats.h"
 #include "cleanup.h"
 #include "container.h"
 #include "exit_codes.h"
@@ -35,9 +37,10 @@
 struct serve_template {
   char id[96];
   pid_t pid;
-  int ctrl;  /* the template's fd 1, a seqpacket socket */
-  int pidfd; /* readable once the template is gone */
-  int refs;  /* jobs using it */
+  int ctrl;               /* the template's fd 1, a seqpacket socket */
+  int pidfd;              /* readable once the template is gone */
+  struct coil_cgroup *cg; /* the tenant's cgroup, or NULL */
+  int refs;               /* jobs using it */
   unsigned long served;
   struct timespec born;
   struct serve_template *next;
@@ -272,7 +275,13 @@ static struct serve_template *template_start(struct serve_tenant *t, char *why,
     return NULL;
   }
   struct serve_template *tm = calloc(1, sizeof *tm);
-  int pidfd = (int)syscall(SYS_pidfd_open, r.pid, 0);
+  /* Its cgroup tells an OOM kill from other SIGKILLs; without one (the
+   * cgroup layer off) a pidfd alone. */
+  struct coil_cgroup *cg = NULL;
+  int pidfd = -1;
+  struct coil_error werr;
+  if (container_watch(state_root, q.id, &cg, &pidfd, &werr) < 0)
+    pidfd = (int)syscall(SYS_pidfd_open, r.pid, 0);
   if (!tm || pidfd < 0) {
     snprintf(why, cap, "serve: pidfd_open: %s", strerror(errno));
     free(tm);
@@ -289,6 +298,7 @@ static struct serve_template *template_start(struct serve_tenant *t, char *why,
   tm->pid = r.pid;
   tm->ctrl = ctrl;
   tm->pidfd = pidfd;
+  tm->cg = cg;
   clock_gettime(CLOCK_MONOTONIC, &tm->born);
   log_debug("serve: tenant %s: template %s is pid %d", c->name, tm->id,
             (int)tm->pid);
@@ -298,6 +308,8 @@ static struct serve_template *template_start(struct serve_tenant *t, char *why,
 static void template_delete(struct serve_template *tm) {
   close(tm->ctrl);
   close(tm->pidfd);
+  if (tm->cg)
+    cgroup_free(tm->cg);
   struct spawn_req q = {.op = SPAWN_DELETE, .pid = tm->pid};
   memcpy(q.id, tm->id, sizeof q.id);
   struct spawn_rep r;
@@ -511,7 +523,7 @@ struct job_state {
   char *out;
   size_t len, cap;
   bool overflow;
-  bool started, ended, watchdog, template_failed;
+  bool started, ended, watchdog, template_failed, oom_killed;
   int status;
   double cpu;
   char digest[65];
@@ -730,18 +742,21 @@ void serve_run(struct serve_tenant *t, enum serve_job_kind kind,
   bool sent = false;
   struct serve_template *tm = NULL;
   int out_r = -1, job_s = -1;
+  unsigned long long ooms = 0;
   /* A template that died since its last job is replaced, unseen by the
    * caller, as long as no child of it started the job. */
   for (int attempt = 0; attempt < 3; attempt++) {
     tm = acquire(t, why, sizeof why);
     if (!tm)
       break;
+    ooms = tm->cg ? cgroup_oom_kills(tm->cg) : 0;
     sent = send_job(tm, &j, code, entry, request, request_len, &out_r, &job_s);
     if (sent) {
       collect(out_r, job_s, now_ms() + lim->timeout_ms + GRACE_MS,
               (size_t)lim->output_bytes + 4096, &s);
       close(out_r);
       close(job_s);
+      s.oom_killed = tm->cg && cgroup_oom_kills(tm->cg) > ooms;
     }
     bool failed = !sent || (s.template_failed && !s.started && !s.ended);
     release(t, tm, !sent || s.template_failed);
@@ -787,6 +802,7 @@ void serve_run(struct serve_tenant *t, enum serve_job_kind kind,
   struct python_end e = {.status = s.status,
                          .cpu_seconds = s.cpu,
                          .watchdog = s.watchdog,
+                         .oom_killed = s.oom_killed,
                          .relayed = s.len,
                          .head = s.out ? s.out : ""};
   struct python_verdict v;

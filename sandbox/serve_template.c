@@ -38,6 +38,19 @@
 #define MAX_CHILDREN 256
 /* The code file name in messages and tracebacks, as `coil py -c`. */
 #define CODE_NAME "<string>"
+/* ASan's shadow memory and allocator reservations count as data: under it
+ * RLIMIT_DATA would fail the first allocation, so only the cgroup's limit
+ * bounds memory there. */
+#if defined(__SANITIZE_ADDRESS__)
+#define DATA_LIMIT 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DATA_LIMIT 0
+#endif
+#endif
+#ifndef DATA_LIMIT
+#define DATA_LIMIT 1
+#endif
 
 static void serve_template_main(void *arg, int start_conn)
     __attribute__((noreturn));
@@ -251,7 +264,7 @@ run_child(const struct serve_template_setup *s, const struct serve_job *j,
                         .rlim_max = (rlim_t)j->memory_mb << 20};
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
       privileges_drop(&pv, NULL, 0, &err) < 0 ||
-      (layer_on(s->disabled, LAYER_RLIMITS) && j->memory_mb &&
+      (DATA_LIMIT && layer_on(s->disabled, LAYER_RLIMITS) && j->memory_mb &&
        setrlimit(RLIMIT_DATA, &data) < 0)) {
     struct protocol_failure f = {
         .type = "Exception", .message = err.msg[0] ? err.msg : strerror(errno)};

@@ -74,16 +74,20 @@ class Server:
                                      stdout=self.log, stderr=self.log, env=e)
         harness.note_pid(self.proc.pid)
         harness.on_cleanup(self.kill)
-        deadline = time.time() + 30
-        while not os.path.exists(self.sock):
-            assert self.proc.poll() is None, "serve exited: %s" % self.logtext()
-            assert time.time() < deadline, "no socket: %s" % self.logtext()
-            time.sleep(0.02)
-        # Warm: each tenant's template answers once.
-        for t in self.tenants:
-            with self.client(t) as c:
-                env = c.call(code="def handle(r):\n    return 1\n")
-                assert env.get("ok"), (env, self.logtext())
+        try:
+            deadline = time.time() + 30
+            while not os.path.exists(self.sock):
+                assert self.proc.poll() is None, "serve exited: %s" % self.logtext()
+                assert time.time() < deadline, "no socket: %s" % self.logtext()
+                time.sleep(0.02)
+            # Warm: each tenant's template answers once.
+            for t in self.tenants:
+                with self.client(t) as c:
+                    env = c.call(code="def handle(r):\n    return 1\n")
+                    assert env.get("ok"), (env, self.logtext())
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def __exit__(self, *exc):
