@@ -305,18 +305,26 @@ void python_run_arm(const struct python_ctx *c) {
     fail(c, "Exception", PY_EXIT_COIL, err.msg);
 }
 
-void python_run_finish(const struct python_ctx *c,
-                       const struct lockdown_opts *lock,
-                       const struct gate_result *g, int request_fd) {
-  struct coil_error err = {0};
+int python_run_globals(const struct gate_result *g, unsigned disabled,
+                       PyObject **globals, struct coil_error *err) {
   /* 7. only the helpers the code names, plus the fixed pre-import list. */
-  PyObject *globals = NULL;
+  *globals = NULL;
   int pre = guest_preimport((const char *const *)g->helpers, g->n_helpers,
-                            g->uses_codecs, &err);
+                            g->uses_codecs, err);
   log_debug("python: preimport done");
   if (pre < 0 ||
       guest_globals((const char *const *)g->helpers, g->n_helpers,
-                    layer_on(c->disabled, LAYER_BUILTINS), &globals, &err) < 0)
+                    layer_on(disabled, LAYER_BUILTINS), globals, err) < 0)
+    return -1;
+  return 0;
+}
+
+void python_run_finish(const struct python_ctx *c,
+                       const struct lockdown_opts *lock,
+                       const struct gate_result *g, PyObject *globals,
+                       int request_fd) {
+  struct coil_error err = {0};
+  if (!globals && python_run_globals(g, c->disabled, &globals, &err) < 0)
     fail(c, "Exception", PY_EXIT_COIL, err.msg);
   guest_stdout_set_cap(c->max_output, output_overflow, c);
   log_debug("python: helpers imported");
@@ -377,5 +385,5 @@ void python_mode_main(void *arg, int start_conn) {
     report_violations(c, &g);
   log_debug("python: gate passed");
   /* 7-10. helpers, request, stage 2, the user's code. */
-  python_run_finish(c, &lock, &g, 0);
+  python_run_finish(c, &lock, &g, NULL, 0);
 }

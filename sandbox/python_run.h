@@ -13,13 +13,18 @@
  * envelope is written and the process exits. */
 void python_run_arm(const struct python_ctx *c);
 
-/* Helper namespaces and globals for g's code, the print() cap, the request
- * read from request_fd, lockdown stage 2, the audit hook's deny phase, then
- * the user's code and its envelope on fd 1. Ends in _exit. */
+/* The helper namespaces g's code imports and a fresh globals dict for it
+ * (trusted phase). */
+int python_run_globals(const struct gate_result *g, unsigned disabled,
+                       PyObject **globals, struct coil_error *err);
+
+/* globals from python_run_globals (NULL: made here), the print() cap, the
+ * request read from request_fd, lockdown stage 2, the audit hook's deny
+ * phase, then the user's code and its envelope on fd 1. Ends in _exit. */
 void python_run_finish(const struct python_ctx *c,
                        const struct lockdown_opts *lock,
-                       const struct gate_result *g, int request_fd)
-    __attribute__((noreturn));
+                       const struct gate_result *g, PyObject *globals,
+                       int request_fd) __attribute__((noreturn));
 
 /* The GateViolation envelope for g (g->n > 0), as coil py writes it. */
 void python_write_violation(int fd, const struct gate_result *g);

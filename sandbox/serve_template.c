@@ -138,9 +138,12 @@ void serve_template_setup_free(struct serve_template_setup *s) {
 
 /* ---- the template process ---------------------------------------------- */
 
+/* A gate result and, for accepted code, its globals: built once here, so
+ * each child starts from its own copy-on-write image of them. */
 struct cached {
   char digest[65];
   struct gate_result g;
+  PyObject *globals;
   bool used;
 };
 
@@ -175,25 +178,32 @@ static int digest_of(const char *code, size_t len, char out[65]) {
 }
 
 /* The gate result for code, from the cache or checked and compiled now. */
-static struct gate_result *gated(const struct serve_template_setup *s,
-                                 const char *code, size_t len,
-                                 const char *digest, struct coil_error *err) {
+static struct cached *gated(const struct serve_template_setup *s,
+                            const char *code, size_t len, const char *digest,
+                            struct coil_error *err) {
   for (size_t i = 0; i < CACHE_SLOTS; i++)
     if (cache[i].used && strcmp(cache[i].digest, digest) == 0)
-      return &cache[i].g;
+      return &cache[i];
   struct cached *c = &cache[cache_next];
   cache_next = (cache_next + 1) % CACHE_SLOTS;
-  if (c->used)
+  if (c->used) {
     gate_result_free(&c->g);
+    Py_XDECREF(c->globals);
+  }
   *c = (struct cached){0};
   struct gate_limits lim;
   gate_limits_default(&lim);
   if (gate_check(code, len, CODE_NAME, &lim, layer_on(s->disabled, LAYER_AST),
                  &c->g, err) < 0)
     return NULL;
+  if (c->g.n == 0 &&
+      python_run_globals(&c->g, s->disabled, &c->globals, err) < 0) {
+    gate_result_free(&c->g);
+    return NULL;
+  }
   memcpy(c->digest, digest, 65);
   c->used = true;
-  return &c->g;
+  return c;
 }
 
 static void send_reply(int fd, int kind, int status, const char *digest,
@@ -229,7 +239,7 @@ static void send_reply(int fd, int kind, int status, const char *digest,
  * stage 2, the audit hook's deny phase, the handler). */
 static void __attribute__((noreturn))
 run_child(const struct serve_template_setup *s, const struct serve_job *j,
-          const char *entry, const struct gate_result *g, const int *fds) {
+          const char *entry, const struct cached *code, const int *fds) {
   struct python_ctx c = {
       .code_name = CODE_NAME,
       .entry = entry,
@@ -281,12 +291,12 @@ run_child(const struct serve_template_setup *s, const struct serve_job *j,
     protocol_write_error(1, &f, NULL, 0);
     _exit(PY_EXIT_COIL);
   }
-  python_run_finish(&c, &lock, g, 0);
+  python_run_finish(&c, &lock, &code->g, code->globals, 0);
 }
 
 static int spawn(const struct serve_template_setup *s,
                  const struct serve_job *j, const char *entry,
-                 const struct gate_result *g, const int *fds, int *pidfd) {
+                 const struct cached *g, const int *fds, int *pidfd) {
   size_t slot = 0;
   while (slot < MAX_CHILDREN && children[slot].pid)
     slot++;
@@ -371,7 +381,7 @@ static bool serve_one(const struct serve_template_setup *s) {
   code[j.code_len] = '\0';
   char digest[65];
   struct coil_error err = {0};
-  struct gate_result *g = NULL;
+  struct cached *g = NULL;
   if (digest_of(code, j.code_len, digest) < 0)
     die("sha256", "failed");
   g = gated(s, code, j.code_len, digest, &err);
@@ -382,8 +392,8 @@ static bool serve_one(const struct serve_template_setup *s) {
     struct protocol_failure f = {.type = "Exception", .message = err.msg};
     protocol_write_error(fds[SERVE_FD_OUT], &f, NULL, 0);
     send_reply(job_fd, SERVE_REPLY_ENDED, PY_EXIT_COIL << 8, digest, 0, -1);
-  } else if (g->n > 0) {
-    python_write_violation(fds[SERVE_FD_OUT], g);
+  } else if (g->g.n > 0) {
+    python_write_violation(fds[SERVE_FD_OUT], &g->g);
     send_reply(job_fd, SERVE_REPLY_ENDED, PY_EXIT_GATE << 8, digest, 0, -1);
   } else if (j.op == SERVE_OP_GATE) {
     send_reply(job_fd, SERVE_REPLY_ENDED, 0, digest, 0, -1);

@@ -479,6 +479,51 @@ def test_serve_hostile_tenant_does_not_disturb_another():
         assert kinds & {"CpuLimit", "Timeout"}, kinds
 
 
+KILLER = """
+import os, signal
+def handle(r):
+    hit = []
+    for pid in [-1] + r["pids"]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            hit.append(pid)
+        except OSError:
+            pass
+    n = 0
+    try:
+        while n < 200:
+            os.fork()
+            n += 1
+    except OSError:
+        pass
+    return hit
+"""
+
+
+def test_serve_tenant_cannot_signal_another():
+    """A tenant whose handler has real Python (the in-process layers and
+    seccomp off) signals every pid it can name, the other tenant's template
+    and server included, and forks: the other tenant keeps answering."""
+    b = layer_bundle(["ast", "builtins", "audit", "seccomp", "landlock"])
+    tenants = [tenant("good", UID_T1), tenant("bad", UID_T2, bundle=b)]
+    with Server(tenants) as s:
+        good = s.templates()["good"]
+        with s.client("bad") as c:
+            for _ in range(3):
+                env = c.call(code=KILLER,
+                             request={"pids": [good, s.proc.pid, os.getpid()]})
+                # kill(-1) reaches only the child's own PID namespace; the
+                # named host pids do not exist there.
+                assert env.get("ok") is not False or \
+                    env["error"]["type"] != "Unavailable", env
+                if env.get("ok"):
+                    assert good not in env["result"], env
+        assert s.templates()["good"] == good
+        with s.client("good") as c:
+            assert c.call(code="def handle(r):\n    return r + 1\n",
+                          request=1)["result"] == 2
+
+
 def test_serve_busy_when_queue_full():
     """One execution in flight and no queue: of six at once, some are Busy
     and every other one answers."""
