@@ -106,6 +106,10 @@ int serve_template_prepare(void *arg, struct coil_config *cfg,
       }
       s->cpu_limit = (int)s->rlimits.lim[i].rlim_cur;
     }
+  for (size_t i = 0; i < cfg->process.n_rlimits; i++)
+    free(cfg->process.rlimits[i].type);
+  free(cfg->process.rlimits);
+  cfg->process.rlimits = NULL;
   cfg->process.n_rlimits = 0;
   s->process = &cfg->process;
   bool mountns = layer_on(s->disabled, LAYER_MOUNTNS);
