@@ -160,6 +160,7 @@ static struct cached cache[CACHE_SLOTS];
 static size_t cache_next;
 static struct child children[MAX_CHILDREN];
 static PyObject *sha256_fn;
+static struct lockdown_filters filters; /* compiled once for every child */
 
 static void __attribute__((noreturn)) die(const char *what, const char *msg) {
   dprintf(2, "coil: serve template: %s: %s\n", what, msg);
@@ -289,7 +290,8 @@ run_child(const struct serve_template_setup *s, const struct serve_job *j,
   struct lockdown_opts lock = {.landlock =
                                    layer_on(s->disabled, LAYER_LANDLOCK),
                                .seccomp = layer_on(s->disabled, LAYER_SECCOMP),
-                               .readable_root = s->readable_root};
+                               .readable_root = s->readable_root,
+                               .compiled = &filters};
   if (lockdown_stage1(&lock, &err) < 0) {
     struct protocol_failure f = {.type = "Exception", .message = err.msg};
     protocol_write_error(1, &f, NULL, 0);
@@ -442,6 +444,9 @@ static void serve_template_main(void *arg, int start_conn) {
   /* Every helper and codec now, once: no child imports anything. */
   if (guest_preimport(gate_helper_names, gate_n_helper_names, true, &err) < 0)
     die("helpers", err.msg);
+  if (layer_on(s->disabled, LAYER_SECCOMP) &&
+      lockdown_compile(&filters, &err) < 0)
+    die("seccomp", err.msg);
   PyObject *mod = PyImport_ImportModule("_sha256");
   sha256_fn = mod ? PyObject_GetAttrString(mod, "sha256") : NULL;
   if (!sha256_fn)
