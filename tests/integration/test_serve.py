@@ -6,6 +6,7 @@ import concurrent.futures
 import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -48,7 +49,8 @@ def layer_bundle(disable):
 class Server:
     """A coil serve for one test, stopped (SIGTERM) when the with ends."""
 
-    def __init__(self, tenants, env=None, metrics=False, **top):
+    def __init__(self, tenants, env=None, metrics=False, binary=None, **top):
+        self.binary = binary or harness.COIL
         self.dir = harness.tmpdir()
         self.root = harness.new_root()
         self.sock = os.path.join(self.dir, "serve.sock")
@@ -63,7 +65,7 @@ class Server:
         self.tenants = [t["name"] for t in tenants]
 
     def __enter__(self):
-        argv = [harness.COIL, "--root", self.root, "serve", "--socket",
+        argv = [self.binary, "--root", self.root, "serve", "--socket",
                 self.sock, "--config", self.config]
         if self.metrics:
             argv += ["--metrics", self.metrics]
@@ -643,6 +645,21 @@ def test_serve_metrics_and_failure_log():
         assert 'coil_serve_requests_total{tenant="t1",outcome="Exception"} 1' in text
         assert 'coil_serve_latency_seconds_count{tenant="t1"} 3' in text
         assert "serve: tenant t1: Exception" in s.logtext()
+
+
+def test_serve_templates_do_not_run_from_the_host_binary():
+    """serve re-executes from a protected handle like create/run/py: its
+    templates (and so every child) do not have the binary it was started
+    from as /proc/PID/exe."""
+    d = harness.tmpdir()
+    copy = os.path.join(d, "coil")
+    shutil.copy2(harness.COIL, copy)
+    with Server([tenant("t1", UID_T1)], binary=copy,
+                bundle=DEFAULT_BUNDLE) as s:
+        tpid = s.templates()["t1"]
+        for pid in (tpid, s.proc.pid):
+            link = os.readlink("/proc/%d/exe" % pid)
+            assert link != copy, (pid, link)
 
 
 def test_serve_config_errors():
