@@ -189,6 +189,7 @@ install: coil bundle
 	install -m 0644 bundles/python/config.json bundles/python/handler.py \
 	  $(DESTDIR)$(PREFIX)/share/coil/bundles/python/
 	cp -a bundles/python/rootfs $(DESTDIR)$(PREFIX)/share/coil/bundles/python/
+	install -D -m 0644 sandbox/coil_client.py $(DESTDIR)$(PREFIX)/share/coil/python/coil_client.py
 
 format:
 	clang-format -i $(LIB_SRC) $(CMD_SRC) $(wildcard runtime/*.h sandbox/*.h cmd/*.h) $(UNIT_SRC)

@@ -44,6 +44,8 @@ int cmd_spec(const struct global_opts *g, int argc, char **argv);
 int cmd_features(const struct global_opts *g, int argc, char **argv);
 int cmd_py(const struct global_opts *g, int argc, char **argv);
 int cmd_check(const struct global_opts *g, int argc, char **argv);
+int cmd_serve(const struct global_opts *g, int argc, char **argv);
+int cmd_call(const struct global_opts *g, int argc, char **argv);
 int cmd_pause(const struct global_opts *g, int argc, char **argv);
 int cmd_resume(const struct global_opts *g, int argc, char **argv);
 int cmd_ps(const struct global_opts *g, int argc, char **argv);

@@ -135,6 +135,27 @@ static const struct command commands[] = {
      "  -c CODE                   run CODE instead of FILE (a FILE of '-' is "
      "stdin)\n"
      "Without --entry or --request the code runs as a script.\n"},
+    {"serve", cmd_serve,
+     "serve --socket PATH --config FILE [--metrics PATH|ADDR:PORT]",
+     "serve warm per-tenant Python sandboxes on a unix socket",
+     "      --socket PATH         the unix socket to listen on (mode 0600 "
+     "unless\n"
+     "                            the config's socket_mode says otherwise)\n"
+     "      --config FILE         tenants and limits (JSON, docs/serve.md)\n"
+     "      --metrics PATH|ADDR:PORT  Prometheus text on a unix socket or "
+     "loopback\n"
+     "SIGTERM drains and stops, SIGHUP reloads the config.\n"},
+    {"call", cmd_call,
+     "call --socket PATH [--tenant NAME] [--entry NAME] [--request "
+     "JSON|@FILE] FILE|-c CODE",
+     "run Python code through coil serve, answering as coil py does",
+     "      --socket PATH         the server's socket\n"
+     "      --tenant NAME         the tenant (default: the server's only "
+     "one)\n"
+     "      --entry NAME          handler mode: call NAME(request)\n"
+     "      --request JSON|@FILE  the request (default: read from stdin)\n"
+     "  -c CODE                   run CODE instead of FILE (a FILE of '-' is "
+     "stdin)\n"},
     {"check", cmd_check, "check FILE",
      "run only the gate on FILE ('-': stdin) and print every violation",
      "Prints FILE:LINE:COL: message per violation; exit 0 clean, 126 "
@@ -189,7 +210,7 @@ int cmd_usage_error(const char *name, const char *fmt, ...) {
  * this process. */
 static bool spawns_init(const struct command *c) {
   return c->fn == cmd_create || c->fn == cmd_run || c->fn == cmd_py ||
-         c->fn == cmd_exec;
+         c->fn == cmd_exec || c->fn == cmd_serve;
 }
 
 /* The commands whose arguments after the ID belong to another program (ps's

@@ -633,8 +633,10 @@ static int container_create_parsed(const struct coil_create_opts *o,
       r = record_cgroup(&x, err);
   }
   if (r == 0 && payload->relay_stdout && o->relay_fd &&
-      pipe2(x.relay, O_CLOEXEC) < 0)
-    r = coil_error_sys(err, errno, "pipe");
+      (payload->relay_duplex
+           ? socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, x.relay)
+           : pipe2(x.relay, O_CLOEXEC)) < 0)
+    r = coil_error_sys(err, errno, "relay channel");
   if (r == 0)
     r = spawn_init(&x, &caps, &rl, sp, err);
   if (r < 0 && x.cg && cgroup_oom_killed(x.cg))

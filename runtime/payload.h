@@ -25,6 +25,8 @@ struct coil_payload {
   bool no_cgroup;         /* no cgroup is created */
   bool own_seccomp;       /* linux.seccomp is not loaded: the payload's is */
   bool relay_stdout;      /* run/py relay init's fd 1 through a pipe */
+  bool relay_duplex;      /* that relay is a seqpacket socketpair instead,
+                           * a two-way channel (coil serve's templates) */
 };
 
 /* Called by create with the parsed config before anything exists. May edit

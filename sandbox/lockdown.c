@@ -1,8 +1,14 @@
 #include "lockdown.h"
 
 #include <errno.h>
+#include <linux/seccomp.h>
 #include <seccomp.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "landlock.h"
 
@@ -156,34 +162,27 @@ static int load(scmp_filter_ctx ctx, const char *stage,
   return 0;
 }
 
-int lockdown_stage1(const struct lockdown_opts *o, struct coil_error *err) {
-  if (o->landlock) {
-    const char *paths[] = {o->readable_root};
-    if (landlock_restrict_read_only(paths, 1, err) < 0)
-      return -1;
-  }
-  if (!o->seccomp)
-    return 0;
+static scmp_filter_ctx stage1_filter(struct coil_error *err) {
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-  if (!ctx)
-    return coil_error_set(err, ENOMEM, "lockdown stage 1: seccomp_init");
+  if (!ctx) {
+    coil_error_set(err, ENOMEM, "lockdown stage 1: seccomp_init");
+    return NULL;
+  }
   if (add_rules(ctx, stage1_denied,
                 sizeof stage1_denied / sizeof stage1_denied[0],
                 SCMP_ACT_ERRNO(EPERM), "stage 1", err) < 0) {
     seccomp_release(ctx);
-    return -1;
+    return NULL;
   }
-  return load(ctx, "stage 1", err);
+  return ctx;
 }
 
-int lockdown_stage2(const struct lockdown_opts *o, struct coil_error *err) {
-  if (o->landlock && landlock_deny_all(err) < 0)
-    return -1;
-  if (!o->seccomp)
-    return 0;
+static scmp_filter_ctx stage2_filter(struct coil_error *err) {
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
-  if (!ctx)
-    return coil_error_set(err, ENOMEM, "lockdown stage 2: seccomp_init");
+  if (!ctx) {
+    coil_error_set(err, ENOMEM, "lockdown stage 2: seccomp_init");
+    return NULL;
+  }
   int nr_openat = seccomp_syscall_resolve_name("openat");
   int r = add_rules(ctx, stage2_allowed,
                     sizeof stage2_allowed / sizeof stage2_allowed[0],
@@ -194,7 +193,81 @@ int lockdown_stage2(const struct lockdown_opts *o, struct coil_error *err) {
     r = coil_error_sys(err, -r, "lockdown stage 2: seccomp rule for openat");
   if (r < 0) {
     seccomp_release(ctx);
-    return -1;
+    return NULL;
   }
-  return load(ctx, "stage 2", err);
+  return ctx;
+}
+
+/* The program libseccomp would load, as load() sets it up. */
+static int export(scmp_filter_ctx ctx, struct sock_fprog *prog,
+                  struct coil_error *err) {
+  int fd = memfd_create("coil-seccomp", MFD_CLOEXEC);
+  struct stat st;
+  int r = fd < 0 ? -errno : seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+  if (r == 0)
+    r = seccomp_export_bpf(ctx, fd);
+  if (r == 0 && (fstat(fd, &st) < 0 || st.st_size <= 0 ||
+                 st.st_size % (off_t)sizeof(struct sock_filter) != 0))
+    r = -EINVAL;
+  if (r == 0 && !(prog->filter = malloc((size_t)st.st_size)))
+    r = -ENOMEM;
+  if (r == 0 && pread(fd, prog->filter, (size_t)st.st_size, 0) != st.st_size)
+    r = -EIO;
+  if (fd >= 0)
+    close(fd);
+  seccomp_release(ctx);
+  if (r < 0)
+    return coil_error_sys(err, -r, "lockdown: export a seccomp filter");
+  prog->len = (unsigned short)(st.st_size / (off_t)sizeof(struct sock_filter));
+  return 0;
+}
+
+int lockdown_compile(struct lockdown_filters *f, struct coil_error *err) {
+  scmp_filter_ctx c1 = stage1_filter(err);
+  if (!c1 || export(c1, &f->stage[0], err) < 0)
+    return -1;
+  scmp_filter_ctx c2 = stage2_filter(err);
+  if (!c2 || export(c2, &f->stage[1], err) < 0)
+    return -1;
+  return 0;
+}
+
+/* A compiled program, with the flag load() asks libseccomp for
+ * (SCMP_FLTATR_CTL_SSB: SECCOMP_FILTER_FLAG_SPEC_ALLOW) where the kernel
+ * knows it. */
+static int load_compiled(const struct sock_fprog *prog, const char *stage,
+                         struct coil_error *err) {
+  long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                   SECCOMP_FILTER_FLAG_SPEC_ALLOW, prog);
+  if (r < 0 && errno == EINVAL)
+    r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog);
+  if (r < 0)
+    return coil_error_sys(err, errno, "lockdown %s: load seccomp filter",
+                          stage);
+  return 0;
+}
+
+int lockdown_stage1(const struct lockdown_opts *o, struct coil_error *err) {
+  if (o->landlock) {
+    const char *paths[] = {o->readable_root};
+    if (landlock_restrict_read_only(paths, 1, err) < 0)
+      return -1;
+  }
+  if (!o->seccomp)
+    return 0;
+  if (o->compiled)
+    return load_compiled(&o->compiled->stage[0], "stage 1", err);
+  scmp_filter_ctx ctx = stage1_filter(err);
+  return ctx ? load(ctx, "stage 1", err) : -1;
+}
+
+int lockdown_stage2(const struct lockdown_opts *o, struct coil_error *err) {
+  if (o->landlock && landlock_deny_all(err) < 0)
+    return -1;
+  if (!o->seccomp)
+    return 0;
+  if (o->compiled)
+    return load_compiled(&o->compiled->stage[1], "stage 2", err);
+  scmp_filter_ctx ctx = stage2_filter(err);
+  return ctx ? load(ctx, "stage 2", err) : -1;
 }

@@ -3,15 +3,26 @@
 #ifndef COIL_LOCKDOWN_H
 #define COIL_LOCKDOWN_H
 
+#include <linux/filter.h>
 #include <stdbool.h>
 
 #include "error.h"
+
+/* Both stages' seccomp programs, compiled once (coil serve's template) so
+ * that each process only loads them. */
+struct lockdown_filters {
+  struct sock_fprog stage[2];
+};
 
 struct lockdown_opts {
   bool landlock; /* the layer is on */
   bool seccomp;
   const char *readable_root; /* stage 1 Landlock: read-only beneath this */
+  const struct lockdown_filters *compiled; /* NULL: compiled when loaded */
 };
+
+/* Compiles both stages' seccomp programs into f (malloc'd). */
+int lockdown_compile(struct lockdown_filters *f, struct coil_error *err);
 
 /* Before the hostile source is parsed: Landlock read-only on the rootfs and
  * nothing else; seccomp denies (EPERM) the network, process creation,

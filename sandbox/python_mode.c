@@ -19,6 +19,7 @@
 #include "lockdown.h"
 #include "log.h"
 #include "protocol.h"
+#include "python_run.h"
 #include "signals.h"
 
 #define OUT_FD 1
@@ -104,8 +105,13 @@ static int handle(int sig, void (*fn)(int), struct coil_error *err) {
 static int install_signal_handlers(const struct python_ctx *c,
                                    struct coil_error *err) {
   handler_mode = c->entry != NULL;
-  snprintf(alarm_message, sizeof alarm_message,
-           "wall-clock limit of %d s reached", c->timeout);
+  if (c->timeout_ms && c->timeout_ms % 1000)
+    snprintf(alarm_message, sizeof alarm_message,
+             "wall-clock limit of %d ms reached", c->timeout_ms);
+  else
+    snprintf(alarm_message, sizeof alarm_message,
+             "wall-clock limit of %d s reached",
+             c->timeout_ms ? c->timeout_ms / 1000 : c->timeout);
   for (size_t i = 0; i < sizeof terminating / sizeof terminating[0]; i++) {
     int sig = terminating[i];
     const char *name = signal_name(sig);
@@ -133,6 +139,9 @@ fail(const struct python_ctx *c, const char *type, int code, const char *msg) {
 
 static int arm_timer(const struct python_ctx *c, struct coil_error *err) {
   struct itimerval it = {.it_value = {.tv_sec = c->timeout}};
+  if (c->timeout_ms)
+    it.it_value = (struct timeval){.tv_sec = c->timeout_ms / 1000,
+                                   .tv_usec = c->timeout_ms % 1000 * 1000};
   if (setitimer(ITIMER_REAL, &it, NULL) < 0)
     return coil_error_sys(err, errno, "setitimer");
   return 0;
@@ -202,18 +211,22 @@ report_exception(const struct python_ctx *c) {
   _exit(memory ? PY_EXIT_LIMIT : PY_EXIT_RAISED);
 }
 
+void python_write_violation(int fd, const struct gate_result *g) {
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s%s", g->v[0].msg,
+           g->n > 1 ? " (and more: run coil check)" : "");
+  struct protocol_failure f = {.type = "GateViolation",
+                               .message = msg,
+                               .line = g->v[0].line,
+                               .col = g->v[0].col};
+  protocol_write_error(fd, &f, NULL, 0);
+}
+
 static void __attribute__((noreturn))
 report_violations(const struct python_ctx *c, const struct gate_result *g) {
   block_ending_signals();
   if (c->entry) {
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s%s", g->v[0].msg,
-             g->n > 1 ? " (and more: run coil check)" : "");
-    struct protocol_failure f = {.type = "GateViolation",
-                                 .message = msg,
-                                 .line = g->v[0].line,
-                                 .col = g->v[0].col};
-    protocol_write_error(OUT_FD, &f, NULL, 0);
+    python_write_violation(OUT_FD, g);
   } else {
     for (size_t i = 0; i < g->n; i++)
       dprintf(2, "%s:%d:%d: %s\n", c->code_name, g->v[i].line, g->v[i].col,
@@ -283,6 +296,53 @@ run_user_code(const struct python_ctx *c, PyObject *code, PyObject *globals,
   _exit(0);
 }
 
+void python_run_arm(const struct python_ctx *c) {
+  struct coil_error err = {0};
+  if (install_signal_handlers(c, &err) < 0)
+    fail(c, "Exception", PY_EXIT_COIL, err.msg);
+  log_debug("python: signal handlers installed");
+  if (arm_timer(c, &err) < 0)
+    fail(c, "Exception", PY_EXIT_COIL, err.msg);
+}
+
+int python_run_globals(const struct gate_result *g, unsigned disabled,
+                       PyObject **globals, struct coil_error *err) {
+  /* 7. only the helpers the code names, plus the fixed pre-import list. */
+  *globals = NULL;
+  int pre = guest_preimport((const char *const *)g->helpers, g->n_helpers,
+                            g->uses_codecs, err);
+  log_debug("python: preimport done");
+  if (pre < 0 ||
+      guest_globals((const char *const *)g->helpers, g->n_helpers,
+                    layer_on(disabled, LAYER_BUILTINS), globals, err) < 0)
+    return -1;
+  return 0;
+}
+
+void python_run_finish(const struct python_ctx *c,
+                       const struct lockdown_opts *lock,
+                       const struct gate_result *g, PyObject *globals,
+                       int request_fd) {
+  struct coil_error err = {0};
+  if (!globals && python_run_globals(g, c->disabled, &globals, &err) < 0)
+    fail(c, "Exception", PY_EXIT_COIL, err.msg);
+  guest_stdout_set_cap(c->max_output, output_overflow, c);
+  log_debug("python: helpers imported");
+  /* 8. the request, parsed in C. */
+  PyObject *request = NULL;
+  if (c->entry &&
+      protocol_read_request(request_fd, c->max_request, &request, &err) < 0)
+    fail(c, "RequestError", PY_EXIT_COIL, err.msg);
+  /* 9. lockdown stage 2: no filesystem, a minimal syscall allowlist; then the
+   *    audit hook denies everything. Nothing trusted runs in Python after. */
+  if (lockdown_stage2(lock, &err) < 0)
+    fail(c, "Exception", PY_EXIT_COIL, err.msg);
+  audit_enter_user_phase(layer_on(c->disabled, LAYER_AUDIT));
+  log_debug("python: lockdown stage 2");
+  /* 10. the user's code. */
+  run_user_code(c, g->code, globals, request);
+}
+
 /* Runs after init's privilege drop (ids, umask, rlimits, capabilities,
  * no_new_privs, signals, fds, cwd: init.c). The order is the security
  * argument (docs/design.md): every step that needs a privilege happens
@@ -298,16 +358,10 @@ void python_mode_main(void *arg, int start_conn) {
 
   /* 1. the signals that end the run, handled before `coil start` returns
    *    (start_conn closes), so no forwarded signal meets a default
-   *    disposition, which PID 1 of a pid namespace ignores. */
-  if (install_signal_handlers(c, &err) < 0) {
-    close(start_conn);
-    fail(c, "Exception", PY_EXIT_COIL, err.msg);
-  }
+   *    disposition, which PID 1 of a pid namespace ignores; 2. the in-guest
+   *    wall clock. */
+  python_run_arm(c);
   close(start_conn);
-  log_debug("python: signal handlers installed");
-  /* 2. the in-guest wall clock. */
-  if (arm_timer(c, &err) < 0)
-    fail(c, "Exception", PY_EXIT_COIL, err.msg);
   /* 3. lockdown stage 1: read-only rootfs; dangerous syscall families off. */
   if (lockdown_stage1(&lock, &err) < 0)
     fail(c, "Exception", PY_EXIT_COIL, err.msg);
@@ -330,27 +384,6 @@ void python_mode_main(void *arg, int start_conn) {
   if (g.n > 0)
     report_violations(c, &g);
   log_debug("python: gate passed");
-  /* 7. only the helpers the code names, plus the fixed pre-import list. */
-  PyObject *globals = NULL;
-  int pre = guest_preimport((const char *const *)g.helpers, g.n_helpers,
-                            g.uses_codecs, &err);
-  log_debug("python: preimport done");
-  if (pre < 0 ||
-      guest_globals((const char *const *)g.helpers, g.n_helpers,
-                    layer_on(c->disabled, LAYER_BUILTINS), &globals, &err) < 0)
-    fail(c, "Exception", PY_EXIT_COIL, err.msg);
-  guest_stdout_set_cap(c->max_output, output_overflow, c);
-  log_debug("python: helpers imported");
-  /* 8. the request, parsed in C. */
-  PyObject *request = NULL;
-  if (c->entry && protocol_read_request(0, c->max_request, &request, &err) < 0)
-    fail(c, "RequestError", PY_EXIT_COIL, err.msg);
-  /* 9. lockdown stage 2: no filesystem, a minimal syscall allowlist; then the
-   *    audit hook denies everything. Nothing trusted runs in Python after. */
-  if (lockdown_stage2(&lock, &err) < 0)
-    fail(c, "Exception", PY_EXIT_COIL, err.msg);
-  audit_enter_user_phase(audit);
-  log_debug("python: lockdown stage 2");
-  /* 10. the user's code. */
-  run_user_code(c, g.code, globals, request);
+  /* 7-10. helpers, request, stage 2, the user's code. */
+  python_run_finish(c, &lock, &g, NULL, 0);
 }

@@ -14,6 +14,7 @@ struct python_ctx {
   const char *prefix;        /* "/usr" inside the rootfs */
   const char *readable_root; /* stage-1 Landlock root: "/" after pivot_root */
   int timeout;               /* seconds */
+  int timeout_ms;            /* when set, replaces timeout (coil serve) */
   int cpu_limit;             /* RLIMIT_CPU soft limit in seconds, 0 = none */
   size_t max_request;
   size_t max_output;

@@ -5,7 +5,10 @@ runc running the same interpreter on the same rootfs.
 Run by tests/bench/run.sh with /usr/bin/python3 from the repository root.
 Environment: BENCH_ROUNDS (timed rounds, default 30), BENCH_WARMUP (default 3),
 BENCH_SEED (shuffle seed), BENCH_TIMEOUT (seconds per execution, default 60),
-BENCH_RSS_RUNS (untimed runs for the max-RSS line, default 5; 0: skip).
+BENCH_RSS_RUNS (untimed runs for the max-RSS line, default 5; 0: skip),
+BENCH_SERVE_CALLS (calls per latency line of the warm `coil serve` section,
+default 200; 0: skip the section), BENCH_SERVE_SECONDS (per throughput line,
+default 3).
 Exit status: 0 when every candidate that could start ran correctly (whatever
 the numbers say), 1 when something failed to run or gave a wrong answer.
 """
@@ -21,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 REPO = os.path.abspath(os.getcwd())
@@ -46,6 +50,8 @@ WARMUP = int(os.environ.get("BENCH_WARMUP", "3"))
 RSS_RUNS = int(os.environ.get("BENCH_RSS_RUNS", "5"))
 TIMEOUT = float(os.environ.get("BENCH_TIMEOUT", "60"))
 SEED = os.environ.get("BENCH_SEED")
+SERVE_CALLS = int(os.environ.get("BENCH_SERVE_CALLS", "200"))
+SERVE_SECONDS = float(os.environ.get("BENCH_SERVE_SECONDS", "3"))
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -326,6 +332,167 @@ class Runc(Oci):
     tool = "runc"
 
 
+def quantile(xs, p):
+    s = sorted(xs)
+    k = (len(s) - 1) * p
+    lo = int(k)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+class Serve:
+    """The warm path: a `coil serve` with one tenant, measured through
+    `coil call` (a process per call) and the Python client (one connection),
+    then as throughput with 4 and 8 executions in flight, beside bare
+    python3.11 started cold the same number at a time."""
+
+    def __init__(self, bench):
+        self.bench = bench
+        self.lines = []
+        self.proc = None
+
+    def start(self):
+        d = os.path.join(self.bench.tmp, "serve")
+        os.mkdir(d)
+        self.sock = os.path.join(d, "serve.sock")
+        cfg = os.path.join(d, "serve.json")
+        with open(cfg, "w") as f:
+            json.dump({"tenants": [{
+                "name": "bench", "uid": 390000, "gid": 390000,
+                "allow": {"uids": [0]},
+                "limits": {"in_flight": 8, "queue": 64},
+                "cgroup": {"cpu_millis": 2000, "pids": 256,
+                           "memory_mb": 4096}}]}, f)
+        self.log = open(os.path.join(d, "serve.log"), "w+")
+        self.proc = subprocess.Popen(
+            [COIL, "--root", os.path.join(d, "state"), "serve", "--socket",
+             self.sock, "--config", cfg], stdin=subprocess.DEVNULL,
+            stdout=self.log, stderr=self.log, env=ENV)
+        deadline = time.time() + 30
+        while not os.path.exists(self.sock):
+            if self.proc.poll() is not None or time.time() > deadline:
+                self.log.seek(0)
+                raise BenchError("coil serve did not start:\n" + self.log.read())
+            time.sleep(0.02)
+        sys.path.insert(0, os.path.join(REPO, "sandbox"))
+        import coil_client
+        self.client_mod = coil_client
+        with open(HANDLER) as f:
+            self.code = f.read()
+        with open(REQUEST) as f:
+            self.request = json.load(f)
+        with self.client() as c:
+            for _ in range(3):
+                self.check(c.call(code=self.code, request=self.request))
+
+    def client(self):
+        return self.client_mod.Client(self.sock, tenant="bench", timeout=60)
+
+    def check(self, env):
+        if env.get("ok") is not True or env.get("result") != self.bench.expected:
+            raise BenchError("coil serve answered wrongly: %r" % (env,))
+
+    def call_cli(self):
+        argv = [COIL, "call", "--socket", self.sock, "--request",
+                "@" + REQUEST, "--entry", "handle", HANDLER]
+        ex = Execution(argv, None, None)
+        if ex.rc != 0:
+            raise BenchError("coil call failed:\n" + ex.describe())
+        self.check(json.loads(ex.stdout))
+        return ex.seconds
+
+    def latency(self):
+        cli = [self.call_cli() * 1000 for _ in range(SERVE_CALLS)]
+        lib = []
+        with self.client() as c:
+            for _ in range(SERVE_CALLS):
+                t0 = time.perf_counter()
+                env = c.call(code=self.code, request=self.request)
+                lib.append((time.perf_counter() - t0) * 1000)
+                self.check(env)
+        for name, ms in (("coil call", cli), ("python client", lib)):
+            self.lines.append("%-22s p50 %7.2f ms   p99 %7.2f ms   (%d calls)"
+                              % (name, quantile(ms, 0.5), quantile(ms, 0.99),
+                                 len(ms)))
+
+    def rate(self, workers, one):
+        """Completed executions per second with `workers` threads running
+        `one()` back to back for SERVE_SECONDS."""
+        stop = time.perf_counter() + SERVE_SECONDS
+        counts = [0] * workers
+        errors = []
+
+        def loop(i):
+            try:
+                state = {}
+                while time.perf_counter() < stop:
+                    one(state)
+                    counts[i] += 1
+                if "client" in state:
+                    state["client"].close()
+            except Exception as e:  # reported after the join
+                errors.append(e)
+
+        t0 = time.perf_counter()
+        ts = [threading.Thread(target=loop, args=(i,)) for i in range(workers)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        if errors:
+            raise BenchError("throughput run failed: %s" % errors[0])
+        return sum(counts) / (time.perf_counter() - t0)
+
+    def throughput(self):
+        bare = self.bench.cands[1]
+
+        def serve_one(state):
+            if "client" not in state:
+                state["client"] = self.client()
+            self.check(state["client"].call(code=self.code,
+                                            request=self.request))
+
+        def bare_one(state):
+            ex = Execution(bare.plain_argv(), bare.stdin(), None)
+            if ex.rc != 0 or json.loads(ex.stdout) != self.bench.expected:
+                raise BenchError("bare python failed:\n" + ex.describe())
+
+        for n in (4, 8):
+            warm = self.rate(n, serve_one)
+            cold = self.rate(n, bare_one)
+            self.lines.append(
+                "throughput, %d in flight: serve %7.1f/s, bare python cold "
+                "%6.1f/s (serve/bare %.1fx)" % (n, warm, cold, warm / cold))
+
+    def run(self):
+        if SERVE_CALLS <= 0:
+            return
+        self.start()
+        self.latency()
+        self.throughput()
+
+    def report(self):
+        if not self.lines:
+            return
+        print()
+        print("warm path: coil serve (one tenant), tests/bench/handler.py")
+        for line in self.lines:
+            print(line)
+        for c in self.bench.cands[:2]:
+            if c.times:
+                print("%-22s p50 %7.2f ms   (cold, from the table above)" % (
+                    c.name + " cold", statistics.median(c.times) * 1000))
+
+    def cleanup(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
 class Bench:
     def __init__(self):
         self.tmp = tempfile.mkdtemp(prefix="coil-bench-")
@@ -499,12 +666,15 @@ def main():
             log("missing %s" % path)
             return 1
     bench = Bench()
+    serve = Serve(bench)
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))
     try:
         bench.setup()
         bench.rounds()
         bench.memory()
+        serve.run()
         bench.report()
+        serve.report()
         return 0
     except BenchError as e:
         log("FAILED: %s" % e)
@@ -513,6 +683,7 @@ def main():
         log("interrupted")
         return 130
     finally:
+        serve.cleanup()
         bench.cleanup()
 
 

@@ -1,0 +1,145 @@
+"""Client for `coil serve` (docs/serve.md), standard library only.
+
+    import coil_client
+    with coil_client.Client("/run/coil/serve.sock", tenant="t1") as c:
+        c.register("rebind", open("rebind.py").read())
+        env = c.call(handler="rebind", request={"qname": "x"})
+
+Every answer of the server, errors included, is returned as the envelope
+dict; ProtocolError is raised only when the transport or the framing fails.
+"""
+
+import json
+import socket
+import struct
+
+__all__ = ["Client", "ProtocolError"]
+
+_MAX_ANSWER = 64 << 20
+
+
+class ProtocolError(Exception):
+    """The connection or the framing failed (not an error envelope)."""
+
+
+class Client:
+    def __init__(self, path, tenant=None, timeout=None):
+        self.path = path
+        self.tenant = tenant
+        self.timeout = timeout
+        self._sock = None
+
+    # -- context manager ---------------------------------------------------
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def close(self):
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            finally:
+                self._sock = None
+
+    # -- operations ----------------------------------------------------------
+    def call(self, handler=None, code=None, entry="handle", request=None,
+             limits=None, tenant=None):
+        msg = {"op": "call", "entry": entry, "request": request}
+        if handler is not None:
+            msg["handler"] = handler
+        if code is not None:
+            msg["code"] = code
+        if limits is not None:
+            msg["limits"] = limits
+        return self._ask(msg, tenant)
+
+    def register(self, handler, code, tenant=None):
+        return self._ask({"op": "register", "handler": handler, "code": code},
+                         tenant)
+
+    def remove(self, handler, tenant=None):
+        return self._ask({"op": "remove", "handler": handler}, tenant)
+
+    def ping(self):
+        return self._ask({"op": "ping"}, None, with_tenant=False)
+
+    # -- transport -----------------------------------------------------------
+    def _ask(self, msg, tenant, with_tenant=True):
+        tenant = tenant if tenant is not None else self.tenant
+        if with_tenant and tenant is not None:
+            msg["tenant"] = tenant
+        try:
+            body = json.dumps(msg, ensure_ascii=False,
+                              allow_nan=False).encode("utf-8")
+        except (TypeError, ValueError) as e:
+            raise ProtocolError("request is not JSON data: %s" % e) from None
+        frame = struct.pack(">I", len(body)) + body
+        fresh = self._sock is None
+        try:
+            return self._exchange(frame)
+        except _Closed:
+            # The server closed an idle connection: reconnect once. A fresh
+            # connection that fails is not retried.
+            self.close()
+            if fresh:
+                raise ProtocolError("the server closed the connection") from None
+            try:
+                return self._exchange(frame)
+            except _Closed:
+                self.close()
+                raise ProtocolError("the server closed the connection") from None
+
+    def _connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        try:
+            s.connect(self.path)
+        except OSError as e:
+            s.close()
+            raise ProtocolError("connect %s: %s" % (self.path, e)) from None
+        self._sock = s
+
+    def _exchange(self, frame):
+        if self._sock is None:
+            self._connect()
+        try:
+            self._sock.sendall(frame)
+            head = self._recv(4)
+            (n,) = struct.unpack(">I", head)
+            if n > _MAX_ANSWER:
+                self.close()
+                raise ProtocolError("answer of %d bytes is too large" % n)
+            data = self._recv(n)
+        except socket.timeout:
+            self.close()
+            raise ProtocolError("timed out") from None
+        except (BrokenPipeError, ConnectionResetError):
+            raise _Closed() from None
+        except OSError as e:
+            self.close()
+            raise ProtocolError(str(e)) from None
+        try:
+            answer = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            self.close()
+            raise ProtocolError("answer is not JSON: %s" % e) from None
+        if not isinstance(answer, dict):
+            self.close()
+            raise ProtocolError("answer is not a JSON object")
+        return answer
+
+    def _recv(self, n):
+        buf = b""
+        while len(buf) < n:
+            chunk = self._sock.recv(n - len(buf))
+            if not chunk:
+                raise _Closed()
+            buf += chunk
+        return buf
+
+
+class _Closed(Exception):
+    pass

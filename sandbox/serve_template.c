@@ -1,0 +1,472 @@
+#include "serve_template.h"
+
+#include <Python.h>
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "embed.h"
+#include "exit_codes.h"
+#include "gate.h"
+#include "guest.h"
+#include "layers.h"
+#include "lockdown.h"
+#include "log.h"
+#include "privileges.h"
+#include "protocol.h"
+#include "python_run.h"
+#include "python_setup.h"
+#include "serve_wire.h"
+
+#define CTRL_FD 1
+/* Gate results kept, by digest: registered handlers and recent inline code. */
+#define CACHE_SLOTS 64
+/* Children in flight at once; the server's per-tenant cap is lower. */
+#define MAX_CHILDREN 256
+/* The code file name in messages and tracebacks, as `coil py -c`. */
+#define CODE_NAME "<string>"
+/* ASan's shadow memory and allocator reservations count as data: under it
+ * RLIMIT_DATA would fail the first allocation, so only the cgroup's limit
+ * bounds memory there. */
+#if defined(__SANITIZE_ADDRESS__)
+#define DATA_LIMIT 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DATA_LIMIT 0
+#endif
+#endif
+#ifndef DATA_LIMIT
+#define DATA_LIMIT 1
+#endif
+
+static void serve_template_main(void *arg, int start_conn)
+    __attribute__((noreturn));
+
+int serve_template_prepare(void *arg, struct coil_config *cfg,
+                           const char *bundle, const char *rootfs,
+                           struct coil_payload *p, struct coil_error *err) {
+  (void)bundle;
+  struct serve_template_setup *s = arg;
+  const struct serve_template_opts *o = s->opts;
+  memset(p, 0, sizeof *p);
+  if (!cfg->sandbox.has_python)
+    return coil_error_set(err, EINVAL,
+                          "sandbox.python: the bundle is not a Python "
+                          "sandbox bundle");
+  s->disabled = layers_disabled(&cfg->sandbox);
+  layers_strip_config(cfg, s->disabled);
+  cfg->process.no_new_privileges = true;
+  /* One host id per tenant: container root is the tenant's uid, the only
+   * id mapped, so a sandbox can reach nothing another tenant owns. */
+  if (cfg->lnx.n_uid_mappings && cfg->lnx.n_gid_mappings) {
+    cfg->lnx.uid_mappings[0] = (struct coil_id_mapping){0, o->uid, 1};
+    cfg->lnx.gid_mappings[0] = (struct coil_id_mapping){0, o->gid, 1};
+    cfg->lnx.n_uid_mappings = cfg->lnx.n_gid_mappings = 1;
+    cfg->process.uid = cfg->process.gid = 0;
+    cfg->process.n_additional_gids = 0;
+  }
+  struct coil_resources *r = &cfg->lnx.resources;
+  if (o->memory > 0) {
+    cfg->lnx.has_resources = r->has_memory_limit = r->has_memory_swap = true;
+    r->memory_limit = r->memory_swap = o->memory;
+  }
+  if (o->pids > 0) {
+    cfg->lnx.has_resources = r->has_pids_limit = true;
+    r->pids_limit = o->pids;
+  }
+  if (o->cpus > 0) {
+    cfg->lnx.has_resources = r->has_cpu_quota = r->has_cpu_period = true;
+    r->cpu_period = 100000;
+    r->cpu_quota = (int64_t)(o->cpus * 100000);
+  }
+  /* The rlimits are each child's, not the template's: RLIMIT_NPROC 0 would
+   * stop the template forking at all. */
+  if (caps_parse(&cfg->process, &s->caps, err) < 0 ||
+      rlimits_parse(&cfg->process, &s->rlimits, err) < 0)
+    return -1;
+  s->cpu_limit = o->cpu_seconds;
+  for (size_t i = 0; i < s->rlimits.n; i++)
+    if (s->rlimits.resource[i] == RLIMIT_CPU) {
+      if (o->cpu_seconds > 0) {
+        s->rlimits.lim[i].rlim_cur = (rlim_t)o->cpu_seconds;
+        s->rlimits.lim[i].rlim_max = (rlim_t)o->cpu_seconds + 1;
+      }
+      s->cpu_limit = (int)s->rlimits.lim[i].rlim_cur;
+    }
+  for (size_t i = 0; i < cfg->process.n_rlimits; i++)
+    free(cfg->process.rlimits[i].type);
+  free(cfg->process.rlimits);
+  cfg->process.rlimits = NULL;
+  cfg->process.n_rlimits = 0;
+  s->process = &cfg->process;
+  bool mountns = layer_on(s->disabled, LAYER_MOUNTNS);
+  if (asprintf(&s->prefix, "%s/usr", mountns ? "" : rootfs) < 0)
+    s->prefix = NULL;
+  s->readable_root = strdup(mountns ? "/" : rootfs);
+  if (!s->prefix || !s->readable_root)
+    return coil_error_sys(err, ENOMEM, "serve template");
+  s->max_request = o->max_request;
+  *p = (struct coil_payload){
+      .run = serve_template_main,
+      .arg = s,
+      /* The template keeps its capabilities in its user namespace to make
+       * each child's PID namespace; every child drops them. */
+      .keep_ids_and_caps = true,
+      .no_pivot = !mountns,
+      .no_cgroup = !layer_on(s->disabled, LAYER_CGROUP),
+      .own_seccomp = true,
+      .relay_stdout = true,
+      .relay_duplex = true,
+  };
+  return 0;
+}
+
+void serve_template_setup_free(struct serve_template_setup *s) {
+  free(s->prefix);
+  free(s->readable_root);
+  s->prefix = s->readable_root = NULL;
+}
+
+/* ---- the template process ---------------------------------------------- */
+
+/* A gate result and, for accepted code, its globals: built once here, so
+ * each child starts from its own copy-on-write image of them. */
+struct cached {
+  char digest[65];
+  struct gate_result g;
+  PyObject *globals;
+  bool used;
+};
+
+struct child {
+  pid_t pid;
+  int job_fd;
+};
+
+static struct cached cache[CACHE_SLOTS];
+static size_t cache_next;
+static struct child children[MAX_CHILDREN];
+static PyObject *sha256_fn;
+static struct lockdown_filters filters; /* compiled once for every child */
+
+static void __attribute__((noreturn)) die(const char *what, const char *msg) {
+  dprintf(2, "coil: serve template: %s: %s\n", what, msg);
+  _exit(PY_EXIT_COIL);
+}
+
+static int digest_of(const char *code, size_t len, char out[65]) {
+  PyObject *b = PyBytes_FromStringAndSize(code, (Py_ssize_t)len);
+  PyObject *h = b ? PyObject_CallOneArg(sha256_fn, b) : NULL;
+  Py_XDECREF(b);
+  PyObject *hex = h ? PyObject_CallMethod(h, "hexdigest", NULL) : NULL;
+  const char *s = hex ? PyUnicode_AsUTF8(hex) : NULL;
+  int r = s && strlen(s) == 64 ? 0 : -1;
+  if (r == 0)
+    memcpy(out, s, 65);
+  Py_XDECREF(h);
+  Py_XDECREF(hex);
+  PyErr_Clear();
+  return r;
+}
+
+/* The gate result for code, from the cache or checked and compiled now. */
+static struct cached *gated(const struct serve_template_setup *s,
+                            const char *code, size_t len, const char *digest,
+                            struct coil_error *err) {
+  for (size_t i = 0; i < CACHE_SLOTS; i++)
+    if (cache[i].used && strcmp(cache[i].digest, digest) == 0)
+      return &cache[i];
+  struct cached *c = &cache[cache_next];
+  cache_next = (cache_next + 1) % CACHE_SLOTS;
+  if (c->used) {
+    gate_result_free(&c->g);
+    Py_XDECREF(c->globals);
+  }
+  *c = (struct cached){0};
+  struct gate_limits lim;
+  gate_limits_default(&lim);
+  if (gate_check(code, len, CODE_NAME, &lim, layer_on(s->disabled, LAYER_AST),
+                 &c->g, err) < 0)
+    return NULL;
+  if (c->g.n == 0 &&
+      python_run_globals(&c->g, s->disabled, &c->globals, err) < 0) {
+    gate_result_free(&c->g);
+    return NULL;
+  }
+  memcpy(c->digest, digest, 65);
+  c->used = true;
+  return c;
+}
+
+static void send_reply(int fd, int kind, int status, const char *digest,
+                       double cpu, int pass_fd) {
+  struct serve_job_reply r = {
+      .kind = kind, .status = status, .cpu_seconds = cpu};
+  if (digest)
+    memcpy(r.digest, digest, 65);
+  struct iovec iov = {.iov_base = &r, .iov_len = sizeof r};
+  union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } u;
+  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+  if (pass_fd >= 0) {
+    m.msg_control = u.buf;
+    m.msg_controllen = sizeof u.buf;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+  }
+  /* The server may have given up on the job: that is no error here. */
+  ssize_t ignored = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+  (void)ignored;
+}
+
+/* One request's child: PID 1 of a fresh PID namespace. Applies what is
+ * fresh per execution, in the order of python_mode_main: privilege drop
+ * (ids, capabilities, rlimits, no_new_privs), RLIMIT_DATA, signals and
+ * timer, lockdown stage 1, then python_run_finish (helpers, request,
+ * stage 2, the audit hook's deny phase, the handler). */
+static void __attribute__((noreturn))
+run_child(const struct serve_template_setup *s, const struct serve_job *j,
+          const char *entry, const struct cached *code, const int *fds) {
+  struct python_ctx c = {
+      .code_name = CODE_NAME,
+      .entry = entry,
+      .disabled = s->disabled,
+      .prefix = s->prefix,
+      .readable_root = s->readable_root,
+      .timeout = (int)((j->timeout_ms + 999) / 1000),
+      .timeout_ms = (int)j->timeout_ms,
+      .cpu_limit = s->cpu_limit,
+      .max_request = s->max_request,
+      .max_output = j->output_bytes,
+  };
+  if (dup2(fds[SERVE_FD_OUT], 1) < 0 || dup2(fds[SERVE_FD_REQUEST], 0) < 0)
+    _exit(PY_EXIT_COIL);
+  /* An empty /tmp of its own: nothing a previous execution wrote there
+   * (possible only with Landlock off, in the layer tests) can be read. */
+  if (layer_on(s->disabled, LAYER_MOUNTNS) &&
+      mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+            "size=16m,mode=1777") < 0) {
+    struct protocol_failure f = {.type = "Exception",
+                                 .message = "serve: mount a fresh /tmp"};
+    protocol_write_error(1, &f, NULL, 0);
+    _exit(PY_EXIT_COIL);
+  }
+  struct coil_error err = {0};
+  struct privileges pv = {.p = s->process,
+                          .caps = &s->caps,
+                          .rlimits = &s->rlimits,
+                          .keep_ids_and_caps =
+                              !layer_on(s->disabled, LAYER_CAPS)};
+  struct rlimit data = {.rlim_cur = (rlim_t)j->memory_mb << 20,
+                        .rlim_max = (rlim_t)j->memory_mb << 20};
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
+      privileges_drop(&pv, NULL, 0, &err) < 0 ||
+      (DATA_LIMIT && layer_on(s->disabled, LAYER_RLIMITS) && j->memory_mb &&
+       setrlimit(RLIMIT_DATA, &data) < 0)) {
+    struct protocol_failure f = {
+        .type = "Exception", .message = err.msg[0] ? err.msg : strerror(errno)};
+    protocol_write_error(1, &f, NULL, 0);
+    _exit(PY_EXIT_COIL);
+  }
+  python_run_arm(&c);
+  struct lockdown_opts lock = {.landlock =
+                                   layer_on(s->disabled, LAYER_LANDLOCK),
+                               .seccomp = layer_on(s->disabled, LAYER_SECCOMP),
+                               .readable_root = s->readable_root,
+                               .compiled = &filters};
+  if (lockdown_stage1(&lock, &err) < 0) {
+    struct protocol_failure f = {.type = "Exception", .message = err.msg};
+    protocol_write_error(1, &f, NULL, 0);
+    _exit(PY_EXIT_COIL);
+  }
+  python_run_finish(&c, &lock, &code->g, code->globals, 0);
+}
+
+static int spawn(const struct serve_template_setup *s,
+                 const struct serve_job *j, const char *entry,
+                 const struct cached *g, const int *fds, int *pidfd) {
+  size_t slot = 0;
+  while (slot < MAX_CHILDREN && children[slot].pid)
+    slot++;
+  if (slot == MAX_CHILDREN)
+    return -1;
+  PyOS_BeforeFork();
+  unsigned long flags = CLONE_NEWPID | CLONE_PIDFD | SIGCHLD;
+  if (layer_on(s->disabled, LAYER_MOUNTNS))
+    flags |= CLONE_NEWNS;
+  pid_t pid = (pid_t)syscall(SYS_clone, flags, NULL, pidfd, NULL, 0);
+  if (pid == 0) {
+    PyOS_AfterFork_Child();
+    run_child(s, j, entry, g, fds);
+  }
+  PyOS_AfterFork_Parent();
+  if (pid < 0)
+    return -1;
+  children[slot] = (struct child){.pid = pid, .job_fd = fds[SERVE_FD_JOB]};
+  return 0;
+}
+
+static void reap(void) {
+  for (;;) {
+    int status;
+    struct rusage ru;
+    pid_t pid = wait4(-1, &status, WNOHANG, &ru);
+    if (pid <= 0)
+      return;
+    for (size_t i = 0; i < MAX_CHILDREN; i++) {
+      if (children[i].pid != pid)
+        continue;
+      double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+                   (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+      send_reply(children[i].job_fd, SERVE_REPLY_ENDED, status, NULL, cpu, -1);
+      close(children[i].job_fd);
+      children[i] = (struct child){0};
+    }
+  }
+}
+
+static size_t live_children(void) {
+  size_t n = 0;
+  for (size_t i = 0; i < MAX_CHILDREN; i++)
+    n += children[i].pid != 0;
+  return n;
+}
+
+/* One job from the server; false when the channel is closed. */
+static bool serve_one(const struct serve_template_setup *s) {
+  struct serve_job j;
+  struct iovec iov = {.iov_base = &j, .iov_len = sizeof j};
+  union {
+    char buf[CMSG_SPACE(sizeof(int) * SERVE_JOB_FDS)];
+    struct cmsghdr align;
+  } u;
+  struct msghdr m = {.msg_iov = &iov,
+                     .msg_iovlen = 1,
+                     .msg_control = u.buf,
+                     .msg_controllen = sizeof u.buf};
+  ssize_t n = recvmsg(CTRL_FD, &m, MSG_CMSG_CLOEXEC);
+  if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+    return false;
+  if (n < 0)
+    return true;
+  int fds[SERVE_JOB_FDS] = {-1, -1, -1, -1};
+  struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+  size_t nfds = 0;
+  if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+    nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    memcpy(fds, CMSG_DATA(c), sizeof(int) * (nfds < 4 ? nfds : 4));
+  }
+  if (n != (ssize_t)sizeof j || nfds != SERVE_JOB_FDS ||
+      j.code_len > PY_CODE_READ_MAX || j.entry_len > 255)
+    die("channel", "malformed job");
+  char *code = malloc((size_t)j.code_len + j.entry_len + 2);
+  if (!code || pread(fds[SERVE_FD_CODE], code, j.code_len + j.entry_len, 0) !=
+                   (ssize_t)(j.code_len + j.entry_len))
+    die("job", "cannot read the code");
+  char entry[256];
+  memcpy(entry, code + j.code_len, j.entry_len);
+  entry[j.entry_len] = '\0';
+  code[j.code_len] = '\0';
+  char digest[65];
+  struct coil_error err = {0};
+  struct cached *g = NULL;
+  if (digest_of(code, j.code_len, digest) < 0)
+    die("sha256", "failed");
+  g = gated(s, code, j.code_len, digest, &err);
+  free(code);
+  int job_fd = fds[SERVE_FD_JOB];
+  bool kept = false;
+  if (!g) {
+    struct protocol_failure f = {.type = "Exception", .message = err.msg};
+    protocol_write_error(fds[SERVE_FD_OUT], &f, NULL, 0);
+    send_reply(job_fd, SERVE_REPLY_ENDED, PY_EXIT_COIL << 8, digest, 0, -1);
+  } else if (g->g.n > 0) {
+    python_write_violation(fds[SERVE_FD_OUT], &g->g);
+    send_reply(job_fd, SERVE_REPLY_ENDED, PY_EXIT_GATE << 8, digest, 0, -1);
+  } else if (j.op == SERVE_OP_GATE) {
+    send_reply(job_fd, SERVE_REPLY_ENDED, 0, digest, 0, -1);
+  } else {
+    int pidfd = -1;
+    if (spawn(s, &j, entry, g, fds, &pidfd) < 0) {
+      struct protocol_failure f = {.type = "Exception",
+                                   .message = "serve: cannot start a child"};
+      protocol_write_error(fds[SERVE_FD_OUT], &f, NULL, 0);
+      send_reply(job_fd, SERVE_REPLY_ENDED, PY_EXIT_COIL << 8, digest, 0, -1);
+    } else {
+      send_reply(job_fd, SERVE_REPLY_STARTED, 0, digest, 0, pidfd);
+      close(pidfd);
+      kept = true;
+    }
+  }
+  for (int i = 0; i < SERVE_JOB_FDS; i++)
+    if (i != SERVE_FD_JOB || !kept)
+      close(fds[i]);
+  return true;
+}
+
+static void serve_template_main(void *arg, int start_conn) {
+  const struct serve_template_setup *s = arg;
+  struct coil_error err = {0};
+  close(start_conn);
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, NULL);
+  int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sfd < 0)
+    die("signalfd", strerror(errno));
+  /* No lockdown here: Landlock would forbid each child's /tmp mount and
+   * seccomp stage 1 its clone; every child loads both stages itself before
+   * it reads the request (docs/serve.md, Security). */
+  bool audit = layer_on(s->disabled, LAYER_AUDIT);
+  if (audit && audit_install(1, true) < 0)
+    die("audit hook", "PySys_AddAuditHook failed");
+  if (embed_init(s->prefix, &err) < 0)
+    die("interpreter", err.msg);
+  /* Every helper and codec now, once: no child imports anything. */
+  if (guest_preimport(gate_helper_names, gate_n_helper_names, true, &err) < 0)
+    die("helpers", err.msg);
+  if (layer_on(s->disabled, LAYER_SECCOMP) &&
+      lockdown_compile(&filters, &err) < 0)
+    die("seccomp", err.msg);
+  PyObject *mod = PyImport_ImportModule("_sha256");
+  sha256_fn = mod ? PyObject_GetAttrString(mod, "sha256") : NULL;
+  if (!sha256_fn)
+    die("sha256", "cannot import _sha256");
+  log_debug("serve template: ready");
+  bool open_channel = true;
+  while (open_channel || live_children()) {
+    struct pollfd p[2] = {
+        {.fd = sfd, .events = POLLIN},
+        {.fd = open_channel ? CTRL_FD : -1, .events = POLLIN}};
+    if (poll(p, 2, -1) < 0 && errno != EINTR)
+      die("poll", strerror(errno));
+    if (p[0].revents) {
+      struct signalfd_siginfo si;
+      while (read(sfd, &si, sizeof si) > 0)
+        ;
+      reap();
+    }
+    if (open_channel && p[1].revents)
+      open_channel = serve_one(s);
+  }
+  _exit(0);
+}
