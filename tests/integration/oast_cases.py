@@ -1,7 +1,7 @@
 """The OAST listener's integration cases, each a function case_NAME(backend)
 run against a real listener (oast/listener.py) on free loopback ports, real
 clients (dig over UDP and TCP, curl) and a real coil backend. test_oast.py
-runs them with the `py` backend; oast_serve_tests.py with `serve`."""
+runs them with the `py` backend; test_oast_serve.py with `serve`."""
 
 import hashlib
 import hmac

@@ -1,17 +1,7 @@
 """The OAST cases (oast_cases.py) with the `serve` backend: the listener
 calls a warm `coil serve` (tenants t1 and t2) started for each test with
-the configuration below.
-
-Not collected yet (run.py collects test_*.py only): enable it once
-`coil serve` is in the tree with
-
-    git mv tests/integration/oast_serve_tests.py tests/integration/test_oast_serve.py
-
-From then on every case FAILS, never skips, if `coil serve` is missing or
-does not come up. The serve configuration's field names follow the serve
-wire protocol's vocabulary (tenants, per-tenant in-flight cap and queue,
-limit maxima, allowed peers, max_frame_bytes); adjust serve_config() if
-`coil serve` names them differently."""
+the configuration below. Every case fails, never skips, if `coil serve`
+does not come up."""
 
 import json
 import os
@@ -24,16 +14,18 @@ import harness
 import oast_cases
 
 
-def serve_config(sock):
-    def tenant(uid, inflight, queue, timeout_ms):
-        return {"uid_base": uid, "uid_count": 65536,
-                "max_inflight": inflight, "max_queue": queue,
+def serve_config():
+    """coil serve's configuration for tenants t1 and t2 (docs/serve.md),
+    with the concurrency the listener's own config gives them."""
+    def tenant(name, uid, inflight, queue, timeout_ms):
+        return {"name": name, "uid": uid, "gid": uid,
+                "allow": {"uids": [0]},
                 "limits": {"timeout_ms": timeout_ms, "memory_mb": 64,
-                           "output_bytes": 1 << 20},
-                "peers": [0]}
-    return {"socket": sock, "max_frame_bytes": 2 << 20,
-            "tenants": {"t1": tenant(300000, 2, 64, 5000),
-                        "t2": tenant(365536, 1, 4, 700)}}
+                           "output_bytes": 1 << 20, "in_flight": inflight,
+                           "queue": queue}}
+    return {"max_frame_bytes": 2 << 20,
+            "tenants": [tenant("t1", 300000, 2, 64, 5000),
+                        tenant("t2", 300001, 1, 4, 700)]}
 
 
 def _ping(path):
@@ -51,7 +43,7 @@ def start_serve():
     sock = os.path.join(d, "serve.sock")
     cfg = os.path.join(d, "serve.json")
     with open(cfg, "w") as f:
-        json.dump(serve_config(sock), f)
+        json.dump(serve_config(), f)
     err = open(os.path.join(d, "serve.err"), "w")
     p = subprocess.Popen([harness.COIL, "--root", harness.new_root(), "serve",
                           "--config", cfg, "--socket", sock],
