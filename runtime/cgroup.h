@@ -58,8 +58,8 @@ int cgroup_enter(const struct coil_cgroup *cg, pid_t pid,
  * v2_fd) and moves its only thread into each v1 cgroup itself, by writing
  * "0" to the "tasks" files the (host root) parent opened for it. */
 struct coil_cgroup_join {
-  int v2_fd; /* the v2 cgroup directory, or -1 */
-  int tasks_fd[8];
+  int v2_fd;        /* the v2 cgroup directory, or -1 */
+  int tasks_fd[16]; /* one per v1 hierarchy */
   size_t n_tasks;
 };
 int cgroup_join_prepare(const struct coil_cgroup *cg,
