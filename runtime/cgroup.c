@@ -928,6 +928,60 @@ int cgroup_enter(const struct coil_cgroup *cg, pid_t pid,
   return 0;
 }
 
+/* The first cgroup at or below dir (depth first) whose cgroup.procs lists
+ * pid. */
+struct pid_search {
+  pid_t pid;
+  char *found;
+};
+
+static int find_pid_dir(const char *dir, void *search, struct coil_error *err) {
+  struct pid_search *s = search;
+  if (s->found)
+    return 0;
+  cleanup_free char *text = NULL;
+  if (cg_read(dir, "cgroup.procs", &text, err) < 0)
+    return err->err == ENOENT ? 0 : -1;
+  for (char *p = text; *p;) {
+    char *end;
+    long v = strtol(p, &end, 10);
+    if (end == p)
+      break;
+    if (v == s->pid) {
+      s->found = strdup(dir);
+      return s->found ? 0 : no_memory(err);
+    }
+    p = end + strspn(end, "\n");
+  }
+  return each_child(dir, find_pid_dir, s, err);
+}
+
+int cgroup_enter_exec(const struct coil_cgroup *cg, pid_t pid, pid_t init,
+                      struct coil_error *err) {
+  char value[24];
+  snprintf(value, sizeof value, "%d", (int)pid);
+  for (size_t i = 0; i < cg->n; i++) {
+    const struct cg_dir *d = &cg->dirs[i];
+    if (cg_write(d->path, "cgroup.procs", value, d->kernel, err) == 0)
+      continue;
+    if (err->err != EBUSY || d->drv != &cg_driver_v2)
+      return -1;
+    struct coil_error busy = *err;
+    struct pid_search s = {.pid = init};
+    if (find_pid_dir(d->path, &s, err) < 0)
+      return -1;
+    if (!s.found) {
+      *err = busy;
+      return -1;
+    }
+    int r = cg_write(s.found, "cgroup.procs", value, d->kernel, err);
+    free(s.found);
+    if (r < 0)
+      return -1;
+  }
+  return 0;
+}
+
 int cgroup_join_prepare(const struct coil_cgroup *cg,
                         struct coil_cgroup_join *j, struct coil_error *err) {
   *j = (struct coil_cgroup_join){.v2_fd = -1};
