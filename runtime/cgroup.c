@@ -215,8 +215,12 @@ static int apply_unified(const struct cg_dir *d,
                          struct coil_error *err) {
   for (size_t i = 0; i < res->n_unified; i++) {
     const char *key = res->unified[i].key;
+    /* Named as the config parser names map keys, on one line. */
     char field[128];
-    snprintf(field, sizeof field, "linux.resources.unified.%s", key);
+    int n = snprintf(field, sizeof field - 2, "linux.resources.unified[\"");
+    for (const char *k = key; *k && n < (int)sizeof field - 3; k++)
+      field[n++] = *k == '"' || (unsigned char)*k < ' ' ? '?' : *k;
+    memcpy(field + n, "\"]", 3);
     if (!*key || strchr(key, '/') || !strcmp(key, ".") || !strcmp(key, ".."))
       return coil_error_set(
           err, EINVAL, "%s: not a file name of the container's cgroup", field);

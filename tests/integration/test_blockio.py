@@ -239,6 +239,6 @@ def test_unified():
         b = new_bundle(["true"], linux={"resources": {"unified": {key: "1"}}})
         r = coil("create", "--bundle", b, cid, root=root)
         check(r, 1)
-        assert "linux.resources.unified.%s: " % key in r.stderr and \
+        assert 'linux.resources.unified["%s"]: ' % key in r.stderr and \
             want in r.stderr, r.stderr
         assert not os.path.exists(_io_dir(cid))

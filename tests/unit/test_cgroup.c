@@ -923,11 +923,13 @@ static void test_v2_blkio_unified(void) {
   static const struct {
     const char *key, *want;
   } bad[] = {
-      {"memory.nope", "linux.resources.unified.memory.nope: the container's "
-                      "cgroup"},
-      {"../pids.max", "linux.resources.unified.../pids.max: not a file name"},
-      {"sub/pids.max", "linux.resources.unified.sub/pids.max: not a file"},
-      {"..", "linux.resources.unified...: not a file name"},
+      {"memory.nope", "linux.resources.unified[\"memory.nope\"]: the "
+                      "container's cgroup"},
+      {"../pids.max", "linux.resources.unified[\"../pids.max\"]: not a file "
+                      "name"},
+      {"sub/pids.max", "linux.resources.unified[\"sub/pids.max\"]: not a"},
+      {"..", "linux.resources.unified[\"..\"]: not a file name"},
+      {"a\nb", "linux.resources.unified[\"a?b\"]: the container's cgroup"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     struct coil_kv one = {(char *)bad[i].key, (char *)"1"};
@@ -946,7 +948,7 @@ static void test_v2_blkio_unified(void) {
   struct coil_kv missing = {(char *)"io.nope", (char *)"1"};
   u = (struct coil_resources){.unified = &missing, .n_unified = 1};
   rc = cgroup_create(&env, NULL, "b2", &u, NULL, &cg, &err);
-  ok(rc == -1 && has(err.msg, "linux.resources.unified.io.nope"),
+  ok(rc == -1 && has(err.msg, "linux.resources.unified[\"io.nope\"]: "),
      "v2 unified: create fails naming the key (%s)", rc ? err.msg : "ok");
   ok(!exists(pf("%s/user.slice/x/coil", fs)),
      "v2 unified: ... and leaves nothing");
