@@ -35,9 +35,9 @@
 /* Every container is placed under these, limits or not (memory also so an
  * OOM kill can be reported, the v1 freezer so pause can stop it; v2 needs
  * no controller for that); hugetlb only when hugepageLimits ask for it, v1
- * devices when there is a device policy to enforce. Other v1 hierarchies
- * (blkio, name=systemd) are left alone: coil neither limits through them
- * nor owns them. */
+ * devices when there is a device policy to enforce, blkio (v2: io) when
+ * blockIO limits ask for it. Other v1 hierarchies (name=systemd) are left
+ * alone: coil neither limits through them nor owns them. */
 #define CG_BASE                                                                \
   (CG_BIT(CG_MEMORY) | CG_BIT(CG_PIDS) | CG_BIT(CG_CPU) | CG_BIT(CG_CPUACCT) | \
    CG_BIT(CG_CPUSET) | CG_BIT(CG_FREEZER))
@@ -50,7 +50,28 @@ const char *const cg_ctrl_names[CG_NCTRL] = {
     [CG_CPU] = "cpu",         [CG_CPUACCT] = "cpuacct",
     [CG_CPUSET] = "cpuset",   [CG_HUGETLB] = "hugetlb",
     [CG_DEVICES] = "devices", [CG_FREEZER] = "freezer",
+    [CG_BLKIO] = "blkio",
 };
+
+_Static_assert(sizeof((struct coil_cgroup_join *)0)->tasks_fd / sizeof(int) >=
+                   CG_MAX_DIRS,
+               "a tasks fd for every hierarchy");
+
+const char *cg_ctrl_v2_name(enum cg_ctrl c) {
+  return c == CG_BLKIO ? "io" : cg_ctrl_names[c];
+}
+
+const char *const cg_blkio_throttle_fields[COIL_BLKIO_THROTTLE_COUNT] = {
+    [COIL_BLKIO_READ_BPS] = "linux.resources.blockIO.throttleReadBpsDevice",
+    [COIL_BLKIO_WRITE_BPS] = "linux.resources.blockIO.throttleWriteBpsDevice",
+    [COIL_BLKIO_READ_IOPS] = "linux.resources.blockIO.throttleReadIOPSDevice",
+    [COIL_BLKIO_WRITE_IOPS] = "linux.resources.blockIO.throttleWriteIOPSDevice",
+};
+
+void cg_device_rate(char *buf, size_t n, const struct coil_blkio_rate *r) {
+  snprintf(buf, n, "%" PRId64 ":%" PRId64 " %" PRIu64, r->major, r->minor,
+           r->rate);
+}
 
 static int no_memory(struct coil_error *err) {
   return coil_error_sys(err, ENOMEM, "cgroup");
@@ -100,6 +121,11 @@ int cg_write(const char *dir, const char *file, const char *value, bool kernel,
   return 0;
 }
 
+bool cg_has_file(const char *dir, const char *file) {
+  cleanup_free char *path = join(dir, file);
+  return path && access(path, F_OK) == 0;
+}
+
 int cg_set(const struct cg_dir *d, const char *field, const char *file,
            const char *value, struct coil_error *err) {
   if (cg_write(d->path, file, value, d->kernel, err) < 0)
@@ -143,6 +169,26 @@ static void first_fields(const struct coil_resources *res,
   for (size_t i = 0; i < sizeof uses / sizeof *uses; i++)
     if (uses[i].set && !first[uses[i].ctrl])
       first[uses[i].ctrl] = uses[i].field;
+  if (!first[CG_BLKIO]) {
+    if (res->blkio_weight || res->blkio_leaf_weight)
+      first[CG_BLKIO] = res->blkio_weight
+                            ? "linux.resources.blockIO.weight"
+                            : "linux.resources.blockIO.leafWeight";
+    else if (res->n_blkio_weight_devices)
+      first[CG_BLKIO] = "linux.resources.blockIO.weightDevice";
+    for (int t = 0; !first[CG_BLKIO] && t < COIL_BLKIO_THROTTLE_COUNT; t++)
+      if (res->n_blkio_throttle[t])
+        first[CG_BLKIO] = cg_blkio_throttle_fields[t];
+  }
+  /* A unified key "<controller>.<file>" needs that controller enabled. */
+  for (size_t i = 0; i < res->n_unified; i++) {
+    const char *key = res->unified[i].key;
+    size_t len = strcspn(key, ".");
+    for (int c = 0; c < CG_NCTRL; c++)
+      if (!first[c] && key[len] == '.' && strlen(cg_ctrl_v2_name(c)) == len &&
+          !strncmp(key, cg_ctrl_v2_name(c), len))
+        first[c] = "linux.resources.unified";
+  }
 }
 
 unsigned cg_needed(const struct coil_resources *res) {
@@ -159,6 +205,45 @@ const char *cg_field(const struct coil_resources *res, enum cg_ctrl c) {
   const char *first[CG_NCTRL];
   first_fields(res, first);
   return c < CG_NCTRL && first[c] ? first[c] : "linux.resources";
+}
+
+/* linux.resources.unified, after everything else (so it wins, as in
+ * runc): each key names a file of the container's own v2 cgroup, nothing
+ * above or below it, and never one that is not there. */
+static int apply_unified(const struct cg_dir *d,
+                         const struct coil_resources *res,
+                         struct coil_error *err) {
+  for (size_t i = 0; i < res->n_unified; i++) {
+    const char *key = res->unified[i].key;
+    /* Named as the config parser names map keys, on one line. */
+    char field[128];
+    int n = snprintf(field, sizeof field - 2, "linux.resources.unified[\"");
+    for (const char *k = key; *k && n < (int)sizeof field - 3; k++)
+      field[n++] = *k == '"' || (unsigned char)*k < ' ' ? '?' : *k;
+    memcpy(field + n, "\"]", 3);
+    if (!*key || strchr(key, '/') || !strcmp(key, ".") || !strcmp(key, ".."))
+      return coil_error_set(
+          err, EINVAL, "%s: not a file name of the container's cgroup", field);
+    if (!cg_has_file(d->path, key))
+      return coil_error_set(err, ENOENT,
+                            "%s: the container's cgroup %s has no such file "
+                            "(is its controller enabled?)",
+                            field, d->path);
+    if (cg_set(d, field, key, res->unified[i].value, err) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+/* unified is for cgroup v2 alone: on a host with v1 controllers it is an
+ * error unless empty, as in runc. */
+static int check_unified(const struct coil_resources *res, bool pure_v2,
+                         struct coil_error *err) {
+  if (res && res->n_unified > 0 && !pure_v2)
+    return coil_error_set(err, EINVAL,
+                          "linux.resources.unified: needs a cgroup v2 host "
+                          "(this one drives its controllers through v1)");
+  return 0;
 }
 
 /* Writes the limits in res for the controllers in d->ctrls: memory and cpu
@@ -199,7 +284,9 @@ static int apply_limits(const struct cg_dir *d, const char *root,
     if (cg_set(d, field, file, v, err) < 0)
       return -1;
   }
-  return 0;
+  if ((d->ctrls & CG_BIT(CG_BLKIO)) && d->drv->blkio(d, res, err) < 0)
+    return -1;
+  return d->drv == &cg_driver_v2 ? apply_unified(d, res, err) : 0;
 }
 
 /* Components of p (after a leading '/') are non-empty and not "." or "..",
@@ -262,7 +349,10 @@ static unsigned parse_ctrl_list(const char *list, const char *seps) {
   for (const char *s = list; *s; s += len + (s[len] != '\0')) {
     len = strcspn(s, seps);
     for (int c = 0; c < CG_NCTRL; c++)
-      if (strlen(cg_ctrl_names[c]) == len && !strncmp(s, cg_ctrl_names[c], len))
+      if ((strlen(cg_ctrl_names[c]) == len &&
+           !strncmp(s, cg_ctrl_names[c], len)) ||
+          (strlen(cg_ctrl_v2_name(c)) == len &&
+           !strncmp(s, cg_ctrl_v2_name(c), len)))
         bits |= CG_BIT(c);
   }
   return bits;
@@ -408,9 +498,12 @@ static bool is_control_file(const char *name) {
       !strncmp(name, "cgroup.", 7))
     return true;
   for (int c = 0; c < CG_NCTRL; c++) {
-    size_t len = strlen(cg_ctrl_names[c]);
-    if (!strncmp(name, cg_ctrl_names[c], len) && name[len] == '.')
-      return true;
+    const char *names[] = {cg_ctrl_names[c], cg_ctrl_v2_name(c)};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+      size_t len = strlen(names[i]);
+      if (!strncmp(name, names[i], len) && name[len] == '.')
+        return true;
+    }
   }
   return false;
 }
@@ -664,8 +757,7 @@ static int plan_paths(const struct coil_cgroup_env *env,
   p->relative = !systemd && path[0] != '/';
 
   unsigned needed = cg_needed(res);
-  unsigned wanted = CG_BASE | (needed & CG_BIT(CG_HUGETLB)) |
-                    (devices ? CG_BIT(CG_DEVICES) : 0);
+  unsigned wanted = CG_BASE | needed | (devices ? CG_BIT(CG_DEVICES) : 0);
   if (detect(fs_root, wanted, &p->host, err) < 0)
     return -1;
   if (p->host.n == 0)
@@ -674,6 +766,9 @@ static int plan_paths(const struct coil_cgroup_env *env,
         "no cgroup hierarchy under %s (no cgroup.controllers, "
         "no controller directories)",
         fs_root);
+  if (check_unified(res, p->host.n == 1 && p->host.h[0].drv == &cg_driver_v2,
+                    err) < 0)
+    return -1;
   unsigned have = 0;
   for (size_t i = 0; i < p->host.n; i++)
     have |= p->host.h[i].ctrls;
@@ -834,6 +929,60 @@ int cgroup_enter(const struct coil_cgroup *cg, pid_t pid,
     if (cg_write(cg->dirs[i].path, "cgroup.procs", value, cg->dirs[i].kernel,
                  err) < 0)
       return -1;
+  return 0;
+}
+
+/* The first cgroup at or below dir (depth first) whose cgroup.procs lists
+ * pid. */
+struct pid_search {
+  pid_t pid;
+  char *found;
+};
+
+static int find_pid_dir(const char *dir, void *search, struct coil_error *err) {
+  struct pid_search *s = search;
+  if (s->found)
+    return 0;
+  cleanup_free char *text = NULL;
+  if (cg_read(dir, "cgroup.procs", &text, err) < 0)
+    return err->err == ENOENT ? 0 : -1;
+  for (char *p = text; *p;) {
+    char *end;
+    long v = strtol(p, &end, 10);
+    if (end == p)
+      break;
+    if (v == s->pid) {
+      s->found = strdup(dir);
+      return s->found ? 0 : no_memory(err);
+    }
+    p = end + strspn(end, "\n");
+  }
+  return each_child(dir, find_pid_dir, s, err);
+}
+
+int cgroup_enter_exec(const struct coil_cgroup *cg, pid_t pid, pid_t init,
+                      struct coil_error *err) {
+  char value[24];
+  snprintf(value, sizeof value, "%d", (int)pid);
+  for (size_t i = 0; i < cg->n; i++) {
+    const struct cg_dir *d = &cg->dirs[i];
+    if (cg_write(d->path, "cgroup.procs", value, d->kernel, err) == 0)
+      continue;
+    if (err->err != EBUSY || d->drv != &cg_driver_v2)
+      return -1;
+    struct coil_error busy = *err;
+    struct pid_search s = {.pid = init};
+    if (find_pid_dir(d->path, &s, err) < 0)
+      return -1;
+    if (!s.found) {
+      *err = busy;
+      return -1;
+    }
+    int r = cg_write(s.found, "cgroup.procs", value, d->kernel, err);
+    free(s.found);
+    if (r < 0)
+      return -1;
+  }
   return 0;
 }
 
@@ -1011,7 +1160,9 @@ bool cgroup_frozen(const struct coil_cgroup *cg) {
 
 int cgroup_update(const struct coil_cgroup *cg,
                   const struct coil_resources *res, struct coil_error *err) {
-  if (check_hugepages(res, err) < 0)
+  if (check_hugepages(res, err) < 0 ||
+      check_unified(res, cg->n == 1 && cg->dirs[0].drv == &cg_driver_v2, err) <
+          0)
     return -1;
   unsigned have = 0;
   for (size_t i = 0; i < cg->n; i++)

@@ -52,14 +52,22 @@ int cgroup_plan(const struct coil_cgroup_env *env, const char *cgroups_path,
 int cgroup_enter(const struct coil_cgroup *cg, pid_t pid,
                  struct coil_error *err);
 
+/* cgroup_enter for a process joining a running container (exec): where
+ * the container made its v2 cgroup a delegated parent (controllers enabled
+ * for the cgroups it made below, so the kernel's "no internal processes"
+ * rule keeps processes out of it, EBUSY), pid joins the cgroup init is in
+ * below it, as runc's exec does. */
+int cgroup_enter_exec(const struct coil_cgroup *cg, pid_t pid, pid_t init,
+                      struct coil_error *err);
+
 /* Joining without the migration wait. Moving a whole process takes the
  * kernel's global threadgroup lock, whose RCU grace period costs ~10 ms per
  * container; so init is born in the v2 cgroup (clone3 CLONE_INTO_CGROUP with
  * v2_fd) and moves its only thread into each v1 cgroup itself, by writing
  * "0" to the "tasks" files the (host root) parent opened for it. */
 struct coil_cgroup_join {
-  int v2_fd; /* the v2 cgroup directory, or -1 */
-  int tasks_fd[8];
+  int v2_fd;        /* the v2 cgroup directory, or -1 */
+  int tasks_fd[16]; /* one per v1 hierarchy */
   size_t n_tasks;
 };
 int cgroup_join_prepare(const struct coil_cgroup *cg,

@@ -18,12 +18,16 @@ enum cg_ctrl {
   CG_HUGETLB,
   CG_DEVICES, /* v1 only; on v2 a device program does its work */
   CG_FREEZER, /* v1 only; every v2 cgroup has cgroup.freeze */
+  CG_BLKIO,   /* v1 "blkio", v2 "io" */
   CG_NCTRL
 };
 #define CG_BIT(c) (1u << (c))
 
-/* "memory", "pids", ...: the kernel's names, indexed by enum cg_ctrl. */
+/* "memory", "pids", ...: the kernel's names, indexed by enum cg_ctrl; v1's
+ * where v1 and v2 differ (also the name in the serialized state). */
 extern const char *const cg_ctrl_names[CG_NCTRL];
+/* The name in v2's cgroup.controllers and cgroup.subtree_control. */
+const char *cg_ctrl_v2_name(enum cg_ctrl c);
 
 struct cg_driver;
 
@@ -66,6 +70,9 @@ struct cg_driver {
                 const struct coil_resources *res, struct coil_error *err);
   int (*cpu)(const struct cg_dir *d, const struct coil_resources *res,
              struct coil_error *err);
+  /* linux.resources.blockIO: v1's blkio files, v2's io.weight and io.max. */
+  int (*blkio)(const struct cg_dir *d, const struct coil_resources *res,
+               struct coil_error *err);
   /* Confine d's tasks to the devices p allows: v1 through the devices
    * controller (when d drives it), v2 by attaching a device program.
    * Called before any task is in d. */
@@ -99,6 +106,16 @@ int cg_read(const char *dir, const char *file, char **out,
  * memory.events, ...), 0 when the file or the line is absent. */
 unsigned long long cg_read_key(const struct cg_dir *d, const char *file,
                                const char *key);
+
+/* Whether dir/file exists: which of two files a kernel offers. */
+bool cg_has_file(const char *dir, const char *file);
+
+/* The throttle files' values: "major:minor rate". */
+void cg_device_rate(char *buf, size_t n, const struct coil_blkio_rate *r);
+
+/* The config field of one blockIO throttle list, e.g.
+ * "linux.resources.blockIO.throttleReadBpsDevice". */
+extern const char *const cg_blkio_throttle_fields[COIL_BLKIO_THROTTLE_COUNT];
 
 /* The directory that drives controller c, or NULL. */
 const struct cg_dir *cg_find_dir(const struct coil_cgroup *cg, enum cg_ctrl c);

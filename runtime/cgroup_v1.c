@@ -258,6 +258,62 @@ static bool v1_frozen(const struct cg_dir *d) {
          !strcmp(state, "FROZEN");
 }
 
+/* The blkio controller: the CFQ scheduler's blkio.weight files where the
+ * kernel has them, else BFQ's blkio.bfq.weight ones (as runc picks), and the
+ * throttle files. */
+static int v1_blkio(const struct cg_dir *d, const struct coil_resources *res,
+                    struct coil_error *err) {
+  static const char *const throttle_files[COIL_BLKIO_THROTTLE_COUNT] = {
+      [COIL_BLKIO_READ_BPS] = "blkio.throttle.read_bps_device",
+      [COIL_BLKIO_WRITE_BPS] = "blkio.throttle.write_bps_device",
+      [COIL_BLKIO_READ_IOPS] = "blkio.throttle.read_iops_device",
+      [COIL_BLKIO_WRITE_IOPS] = "blkio.throttle.write_iops_device",
+  };
+  bool cfq = cg_has_file(d->path, "blkio.weight");
+  char v[96], field[96];
+  if (res->blkio_weight) {
+    snprintf(v, sizeof v, "%d", res->blkio_weight);
+    if (cg_set(d, "linux.resources.blockIO.weight",
+               cfq ? "blkio.weight" : "blkio.bfq.weight", v, err) < 0)
+      return -1;
+  }
+  if (res->blkio_leaf_weight) {
+    snprintf(v, sizeof v, "%d", res->blkio_leaf_weight);
+    if (cg_set(d, "linux.resources.blockIO.leafWeight", "blkio.leaf_weight", v,
+               err) < 0)
+      return -1;
+  }
+  for (size_t i = 0; i < res->n_blkio_weight_devices; i++) {
+    const struct coil_blkio_weight_device *w = &res->blkio_weight_devices[i];
+    if (w->weight) {
+      snprintf(field, sizeof field,
+               "linux.resources.blockIO.weightDevice[%zu].weight", i);
+      snprintf(v, sizeof v, "%" PRId64 ":%" PRId64 " %d", w->major, w->minor,
+               w->weight);
+      if (cg_set(d, field,
+                 cfq ? "blkio.weight_device" : "blkio.bfq.weight_device", v,
+                 err) < 0)
+        return -1;
+    }
+    if (w->leaf_weight) {
+      snprintf(field, sizeof field,
+               "linux.resources.blockIO.weightDevice[%zu].leafWeight", i);
+      snprintf(v, sizeof v, "%" PRId64 ":%" PRId64 " %d", w->major, w->minor,
+               w->leaf_weight);
+      if (cg_set(d, field, "blkio.leaf_weight_device", v, err) < 0)
+        return -1;
+    }
+  }
+  for (int t = 0; t < COIL_BLKIO_THROTTLE_COUNT; t++)
+    for (size_t i = 0; i < res->n_blkio_throttle[t]; i++) {
+      snprintf(field, sizeof field, "%s[%zu]", cg_blkio_throttle_fields[t], i);
+      cg_device_rate(v, sizeof v, &res->blkio_throttle[t][i]);
+      if (cg_set(d, field, throttle_files[t], v, err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
 const struct cg_driver cg_driver_v1 = {
     .name = "v1",
     .oom_file = "memory.oom_control",
@@ -265,6 +321,7 @@ const struct cg_driver cg_driver_v1 = {
     .init_level = v1_init_level,
     .memory = v1_memory,
     .cpu = v1_cpu,
+    .blkio = v1_blkio,
     .devices = v1_devices,
     .freeze = v1_freeze,
     .frozen = v1_frozen,

@@ -33,7 +33,7 @@ static int v2_init_level(struct cg_dir *d, const char *parent,
   for (int c = 0; c < CG_NCTRL; c++)
     if (d->ctrls & CG_BIT(c))
       snprintf(all + strlen(all), sizeof all - strlen(all), "%s+%s",
-               *all ? " " : "", cg_ctrl_names[c]);
+               *all ? " " : "", cg_ctrl_v2_name(c));
   if (!*all ||
       cg_write(parent, "cgroup.subtree_control", all, d->kernel, err) == 0)
     return 0;
@@ -43,7 +43,7 @@ static int v2_init_level(struct cg_dir *d, const char *parent,
     if (!(d->ctrls & CG_BIT(c)))
       continue;
     char one[32];
-    snprintf(one, sizeof one, "+%s", cg_ctrl_names[c]);
+    snprintf(one, sizeof one, "+%s", cg_ctrl_v2_name(c));
     if (cg_write(parent, "cgroup.subtree_control", one, d->kernel, err) == 0)
       continue;
     if (needed & CG_BIT(c)) {
@@ -57,8 +57,8 @@ static int v2_init_level(struct cg_dir *d, const char *parent,
                 "the launcher's cgroup)"
               : "");
     }
-    log_debug("cgroup: no %s controller below %s: %s", cg_ctrl_names[c], parent,
-              err->msg);
+    log_debug("cgroup: no %s controller below %s: %s", cg_ctrl_v2_name(c),
+              parent, err->msg);
     d->ctrls &= ~CG_BIT(c);
   }
   return 0;
@@ -173,6 +173,76 @@ static int v2_cpu(const struct cg_dir *d, const struct coil_resources *res,
   return 0;
 }
 
+/* The blockIO weight 10-1000 onto io.weight's 1-10000, as runc and crun
+ * convert it. */
+static uint64_t blkio_to_io_weight(int weight) {
+  return 1 + ((uint64_t)weight - 10) * 9999 / 990;
+}
+
+/* With the BFQ scheduler the cgroup has io.bfq.weight, which takes the
+ * blockIO weights as they are, per device too; without it io.weight takes
+ * the converted default weight, and per-device weights (which io.weight
+ * takes only where blk-iocost is on) are left out with a warning, as runc
+ * leaves them out. leafWeight has no v2 counterpart. io.max has one line
+ * per device and limit. */
+static int v2_blkio(const struct cg_dir *d, const struct coil_resources *res,
+                    struct coil_error *err) {
+  static const char *const io_max_keys[COIL_BLKIO_THROTTLE_COUNT] = {
+      [COIL_BLKIO_READ_BPS] = "rbps",
+      [COIL_BLKIO_WRITE_BPS] = "wbps",
+      [COIL_BLKIO_READ_IOPS] = "riops",
+      [COIL_BLKIO_WRITE_IOPS] = "wiops",
+  };
+  static bool warned_leaf, warned_device;
+  bool bfq = cg_has_file(d->path, "io.bfq.weight");
+  char v[96], field[96];
+  if (res->blkio_weight) {
+    if (bfq)
+      snprintf(v, sizeof v, "%d", res->blkio_weight);
+    else
+      snprintf(v, sizeof v, "%" PRIu64, blkio_to_io_weight(res->blkio_weight));
+    if (cg_set(d, "linux.resources.blockIO.weight",
+               bfq ? "io.bfq.weight" : "io.weight", v, err) < 0)
+      return -1;
+  }
+  bool leaf = res->blkio_leaf_weight != 0;
+  for (size_t i = 0; i < res->n_blkio_weight_devices; i++) {
+    const struct coil_blkio_weight_device *w = &res->blkio_weight_devices[i];
+    leaf |= w->leaf_weight != 0;
+    if (!w->weight)
+      continue;
+    if (!bfq) {
+      if (!warned_device)
+        log_warn("linux.resources.blockIO.weightDevice: ignored: %s has no "
+                 "io.bfq.weight (the BFQ I/O scheduler)",
+                 d->path);
+      warned_device = true;
+      break;
+    }
+    snprintf(field, sizeof field,
+             "linux.resources.blockIO.weightDevice[%zu].weight", i);
+    snprintf(v, sizeof v, "%" PRId64 ":%" PRId64 " %d", w->major, w->minor,
+             w->weight);
+    if (cg_set(d, field, "io.bfq.weight", v, err) < 0)
+      return -1;
+  }
+  if (leaf && !warned_leaf) {
+    warned_leaf = true;
+    log_warn("linux.resources.blockIO.leafWeight: ignored: cgroup v2 has no "
+             "such setting");
+  }
+  for (int t = 0; t < COIL_BLKIO_THROTTLE_COUNT; t++)
+    for (size_t i = 0; i < res->n_blkio_throttle[t]; i++) {
+      const struct coil_blkio_rate *r = &res->blkio_throttle[t][i];
+      snprintf(field, sizeof field, "%s[%zu]", cg_blkio_throttle_fields[t], i);
+      snprintf(v, sizeof v, "%" PRId64 ":%" PRId64 " %s=%" PRIu64, r->major,
+               r->minor, io_max_keys[t], r->rate);
+      if (cg_set(d, field, "io.max", v, err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
 static int bpf(int cmd, union bpf_attr *attr) {
   return (int)syscall(SYS_bpf, cmd, attr, sizeof *attr);
 }
@@ -260,6 +330,7 @@ const struct cg_driver cg_driver_v2 = {
     .init_level = v2_init_level,
     .memory = v2_memory,
     .cpu = v2_cpu,
+    .blkio = v2_blkio,
     .devices = v2_devices,
     .freeze = v2_freeze,
     .frozen = v2_frozen,

@@ -284,7 +284,45 @@ static const struct jw_field device_rule_fields[] = {
 static const struct jw_object device_rule_obj =
     JW_TABLE(struct coil_device_rule, device_rule_fields, NULL);
 
-/* blockIO, network, rdma, unified: not enforced by coil, ignored. */
+/* Weights are 10-1000 in the spec; 0 is "unset" in runc, so it is here. */
+static const struct jw_field blkio_weight_device_fields[] = {
+    JW_INT64("major", struct coil_blkio_weight_device, major, JW_NO_OFF, 0,
+             JW_REQUIRED),
+    JW_INT64("minor", struct coil_blkio_weight_device, minor, JW_NO_OFF, 0,
+             JW_REQUIRED),
+    JW_INTEGER("weight", struct coil_blkio_weight_device, weight, JW_NO_OFF, 0,
+               1000, 0),
+    JW_INTEGER("leafWeight", struct coil_blkio_weight_device, leaf_weight,
+               JW_NO_OFF, 0, 1000, 0),
+};
+static const struct jw_object blkio_weight_device_obj =
+    JW_TABLE(struct coil_blkio_weight_device, blkio_weight_device_fields, NULL);
+
+static const struct jw_field blkio_rate_fields[] = {
+    JW_INT64("major", struct coil_blkio_rate, major, JW_NO_OFF, 0, JW_REQUIRED),
+    JW_INT64("minor", struct coil_blkio_rate, minor, JW_NO_OFF, 0, JW_REQUIRED),
+    JW_UINT64("rate", struct coil_blkio_rate, rate, JW_NO_OFF, JW_REQUIRED),
+};
+static const struct jw_object blkio_rate_obj =
+    JW_TABLE(struct coil_blkio_rate, blkio_rate_fields, NULL);
+
+#define BLKIO_THROTTLE(key, which)                                             \
+  JW_LIST(key, res_t, blkio_throttle[which], n_blkio_throttle[which],          \
+          struct coil_blkio_rate, 0, &blkio_rate_obj)
+
+static const struct jw_field blkio_fields[] = {
+    JW_INTEGER("weight", res_t, blkio_weight, JW_NO_OFF, 0, 1000, 0),
+    JW_INTEGER("leafWeight", res_t, blkio_leaf_weight, JW_NO_OFF, 0, 1000, 0),
+    JW_LIST("weightDevice", res_t, blkio_weight_devices, n_blkio_weight_devices,
+            struct coil_blkio_weight_device, 0, &blkio_weight_device_obj),
+    BLKIO_THROTTLE("throttleReadBpsDevice", COIL_BLKIO_READ_BPS),
+    BLKIO_THROTTLE("throttleWriteBpsDevice", COIL_BLKIO_WRITE_BPS),
+    BLKIO_THROTTLE("throttleReadIOPSDevice", COIL_BLKIO_READ_IOPS),
+    BLKIO_THROTTLE("throttleWriteIOPSDevice", COIL_BLKIO_WRITE_IOPS),
+};
+static const struct jw_object blkio_obj = JW_TABLE(res_t, blkio_fields, NULL);
+
+/* network and rdma: not enforced by coil, ignored. */
 static const struct jw_field resources_fields[] = {
     JW_FLAT("memory", JW_NO_OFF, 0, &memory_obj),
     JW_FLAT("pids", JW_NO_OFF, 0, &pids_obj),
@@ -293,6 +331,8 @@ static const struct jw_field resources_fields[] = {
             struct coil_hugepage_limit, 0, &hugepage_obj),
     JW_LIST("devices", res_t, devices, n_devices, struct coil_device_rule, 0,
             &device_rule_obj),
+    JW_FLAT("blockIO", JW_NO_OFF, 0, &blkio_obj),
+    JW_MAP("unified", res_t, unified, n_unified),
 };
 static const struct jw_object resources_obj =
     JW_TABLE(res_t, resources_fields, NULL);

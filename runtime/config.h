@@ -124,6 +124,27 @@ struct coil_device_rule {
   char *access;              /* non-empty, of "rwm" */
 };
 
+/* linux.resources.blockIO.weightDevice[i]; a weight of 0 is unset. */
+struct coil_blkio_weight_device {
+  int64_t major, minor;
+  int weight, leaf_weight;
+};
+
+/* linux.resources.blockIO.throttle*Device[i]: rate is bytes or I/Os per
+ * second. */
+struct coil_blkio_rate {
+  int64_t major, minor;
+  uint64_t rate;
+};
+
+enum coil_blkio_throttle {
+  COIL_BLKIO_READ_BPS,
+  COIL_BLKIO_WRITE_BPS,
+  COIL_BLKIO_READ_IOPS,
+  COIL_BLKIO_WRITE_IOPS,
+  COIL_BLKIO_THROTTLE_COUNT
+};
+
 struct coil_resources {
   bool has_memory_limit, has_memory_reservation, has_memory_swap;
   int64_t memory_limit, memory_reservation, memory_swap; /* bytes; -1 = max */
@@ -143,6 +164,14 @@ struct coil_resources {
   size_t n_hugepage_limits;
   struct coil_device_rule *devices;
   size_t n_devices;
+  int blkio_weight, blkio_leaf_weight; /* 0 = unset, as in runc */
+  struct coil_blkio_weight_device *blkio_weight_devices;
+  size_t n_blkio_weight_devices;
+  struct coil_blkio_rate *blkio_throttle[COIL_BLKIO_THROTTLE_COUNT];
+  size_t n_blkio_throttle[COIL_BLKIO_THROTTLE_COUNT];
+  /* linux.resources.unified: cgroup v2 file name -> value, written last. */
+  struct coil_kv *unified;
+  size_t n_unified;
 };
 
 struct coil_seccomp_arg {

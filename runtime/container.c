@@ -449,8 +449,12 @@ static int spawn_init(struct create_ctx *x, const struct coil_caps *caps,
     *err = rerr;
     return -1;
   }
+  /* err may hold a stale message of an earlier, handled failure: only the
+   * user-namespace path sets it for the clone. */
   if (pid < 0)
-    return err->msg[0] ? -1 : coil_error_sys(err, clone_errno, "clone");
+    return namespaces_user_path(&cfg->lnx)
+               ? -1
+               : coil_error_sys(err, clone_errno, "clone");
   x->pid = pid;
   close(steal_fd(child_end));
   close(steal_fd(start_fd));

@@ -182,8 +182,8 @@ static void reap(pid_t pid, bool kill_first) {
 }
 
 /* The parent's side: cgroups, then the handshake. */
-static int spawn(struct exec_ctx *x, const struct coil_cgroup *cg, pid_t *out,
-                 struct coil_error *err) {
+static int spawn(struct exec_ctx *x, const struct coil_cgroup *cg, pid_t init,
+                 pid_t *out, struct coil_error *err) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
     return coil_error_sys(err, errno, "socketpair");
@@ -200,7 +200,7 @@ static int spawn(struct exec_ctx *x, const struct coil_cgroup *cg, pid_t *out,
     return coil_error_sys(err, fork_errno, "fork");
   /* Into the cgroups before it joins anything, so all it forks is born
    * there. */
-  if ((cg && cgroup_enter(cg, mid, err) < 0) ||
+  if ((cg && cgroup_enter_exec(cg, mid, init, err) < 0) ||
       sync_send(parent_end, SYNC_GO, NULL, err) < 0) {
     reap(mid, true);
     return -1;
@@ -315,7 +315,7 @@ int exec_start(const struct exec_launch *l, pid_t *pid,
   if (r == 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
     r = coil_error_sys(err, errno, "prctl(PR_SET_DUMPABLE)");
   if (r == 0)
-    r = spawn(&x, v.cgroup, pid, err);
+    r = spawn(&x, v.cgroup, v.pid, pid, err);
   ns_set_close(&x.ns);
   if (x.console_fd >= 0)
     close(x.console_fd);

@@ -834,6 +834,196 @@ static void test_v1_freeze_update(void) {
      "v1: destroy removes the freezer cgroup");
 }
 
+/* A blockIO with every field: weights, two devices, each throttle. */
+static struct coil_blkio_weight_device blkio_wdev[] = {
+    {.major = 8, .minor = 0, .weight = 200},
+    {.major = 8, .minor = 16, .leaf_weight = 100}};
+static struct coil_blkio_rate blkio_rates[COIL_BLKIO_THROTTLE_COUNT] = {
+    {8, 0, 1048576}, {8, 0, 2097152}, {8, 0, 30}, {253, 1, 40}};
+
+static struct coil_resources blkio_limits(void) {
+  struct coil_resources r = {.blkio_weight = 500,
+                             .blkio_leaf_weight = 300,
+                             .blkio_weight_devices = blkio_wdev,
+                             .n_blkio_weight_devices = 2};
+  for (int t = 0; t < COIL_BLKIO_THROTTLE_COUNT; t++) {
+    r.blkio_throttle[t] = &blkio_rates[t];
+    r.n_blkio_throttle[t] = 1;
+  }
+  return r;
+}
+
+/* v2: io enabled on the way down, io.weight converted (io.bfq.weight as
+ * given where it exists), io.max one line per limit; unified keys written
+ * to files of the cgroup only. A fake file keeps the last write only. */
+static void test_v2_blkio_unified(void) {
+  struct coil_cgroup_env env = v2_tree(V2_ALL);
+  const char *fs = env.fs_root;
+  struct coil_resources r = blkio_limits();
+  r.n_blkio_throttle[COIL_BLKIO_WRITE_IOPS] = 0;
+  struct coil_cgroup *cg = NULL;
+  struct coil_error err = {0};
+  int rc = cgroup_create(&env, NULL, "b1", &r, NULL, &cg, &err);
+  ok(rc == 0, "v2 blkio: create (%s)", rc ? err.msg : "ok");
+  if (rc)
+    return;
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", pf("%s/user.slice/x/coil/b1", fs));
+  is_str(get(pf("%s/user.slice/x/coil/cgroup.subtree_control", fs)),
+         "+memory +pids +cpu +cpuset +io", "v2 blkio: io enabled for it");
+  is_str(get(pf("%s/io.weight", dir)), "4950",
+         "v2 blkio: weight 500 -> io.weight 4950");
+  is_str(get(pf("%s/io.max", dir)), "8:0 riops=30",
+         "v2 blkio: io.max gets each throttle (the last: read iops)");
+  ok(!exists(pf("%s/io.bfq.weight", dir)),
+     "v2 blkio: no io.bfq.weight without BFQ (weightDevice left out)");
+  char *s = cgroup_serialize(cg);
+  ok(has(s, "blkio"), "v2 blkio: io is in the state: %s", s);
+  struct coil_cgroup *back = NULL;
+  rc = cgroup_deserialize(s, &back, &err);
+  ok(rc == 0 && back && back->dirs[0].ctrls == cg->dirs[0].ctrls,
+     "v2 blkio: the state reads back with io");
+  if (back)
+    cgroup_free(back);
+  free(s);
+
+  put(pf("%s/io.bfq.weight", dir), "");
+  struct coil_resources u = {.blkio_weight = 500};
+  rc = cgroup_update(cg, &u, &err);
+  ok(rc == 0, "v2 blkio: update (%s)", rc ? err.msg : "ok");
+  is_str(get(pf("%s/io.bfq.weight", dir)), "500",
+         "v2 blkio: io.bfq.weight takes the weight as given");
+  u = (struct coil_resources){.blkio_weight_devices = blkio_wdev,
+                              .n_blkio_weight_devices = 1};
+  rc = cgroup_update(cg, &u, &err);
+  is_str(get(pf("%s/io.bfq.weight", dir)), "8:0 200",
+         "v2 blkio: ... and the device weights");
+  u = (struct coil_resources){.blkio_throttle[COIL_BLKIO_WRITE_IOPS] =
+                                  &blkio_rates[3],
+                              .n_blkio_throttle[COIL_BLKIO_WRITE_IOPS] = 1};
+  rc = cgroup_update(cg, &u, &err);
+  is_str(get(pf("%s/io.max", dir)), "253:1 wiops=40", "v2 blkio: wiops");
+
+  put(pf("%s/memory.high", dir), "max");
+  struct coil_kv kv[] = {{(char *)"memory.high", (char *)"1048576"},
+                         {(char *)"pids.max", (char *)"9"}};
+  u = (struct coil_resources){.unified = kv, .n_unified = 1};
+  rc = cgroup_update(cg, &u, &err);
+  ok(rc == 0, "v2 unified: update (%s)", rc ? err.msg : "ok");
+  is_str(get(pf("%s/memory.high", dir)), "1048576",
+         "v2 unified: the key's file gets the value");
+  u = (struct coil_resources){.has_pids_limit = true,
+                              .pids_limit = 5,
+                              .unified = &kv[1],
+                              .n_unified = 1};
+  put(pf("%s/pids.max", dir), "max");
+  rc = cgroup_update(cg, &u, &err);
+  is_str(get(pf("%s/pids.max", dir)), "9",
+         "v2 unified: written after the other limits, so it wins");
+  static const struct {
+    const char *key, *want;
+  } bad[] = {
+      {"memory.nope", "linux.resources.unified[\"memory.nope\"]: the "
+                      "container's cgroup"},
+      {"../pids.max", "linux.resources.unified[\"../pids.max\"]: not a file "
+                      "name"},
+      {"sub/pids.max", "linux.resources.unified[\"sub/pids.max\"]: not a"},
+      {"..", "linux.resources.unified[\"..\"]: not a file name"},
+      {"a\nb", "linux.resources.unified[\"a?b\"]: the container's cgroup"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    struct coil_kv one = {(char *)bad[i].key, (char *)"1"};
+    u = (struct coil_resources){.unified = &one, .n_unified = 1};
+    rc = cgroup_update(cg, &u, &err);
+    ok(rc == -1 && has(err.msg, bad[i].want), "v2 unified: refuses %s (%s)",
+       bad[i].key, rc ? err.msg : "accepted");
+  }
+  ok(!exists(pf("%s/memory.nope", dir)) &&
+         !exists(pf("%s/user.slice/x/coil/pids.max", fs)),
+     "v2 unified: nothing written for a refused key");
+  destroy_free(cg, &err);
+  ok(!exists(dir), "v2 blkio: destroy removes the cgroup with its io files");
+
+  /* At create: a key that is no file of the new cgroup fails the create. */
+  struct coil_kv missing = {(char *)"io.nope", (char *)"1"};
+  u = (struct coil_resources){.unified = &missing, .n_unified = 1};
+  rc = cgroup_create(&env, NULL, "b2", &u, NULL, &cg, &err);
+  ok(rc == -1 && has(err.msg, "linux.resources.unified[\"io.nope\"]: "),
+     "v2 unified: create fails naming the key (%s)", rc ? err.msg : "ok");
+  ok(!exists(pf("%s/user.slice/x/coil", fs)),
+     "v2 unified: ... and leaves nothing");
+}
+
+/* v1: the blkio hierarchy, joined only for blockIO limits; CFQ's files when
+ * the kernel has them, else BFQ's; unified refused. */
+static void test_v1_blkio(void) {
+  struct coil_cgroup_env env = hybrid_tree(false);
+  const char *fs = env.fs_root;
+  struct coil_resources r = blkio_limits();
+  struct coil_cgroup *cg = NULL;
+  struct coil_error err = {0};
+  int rc = cgroup_create(&env, NULL, "n1", &r, NULL, &cg, &err);
+  ok(rc == -1 && has(err.msg, "linux.resources.blockIO.weight: the host has "
+                              "no blkio cgroup controller"),
+     "v1 blkio: no blkio hierarchy -> error naming the field (%s)",
+     rc ? err.msg : "ok");
+  put(pf("%s/blkio/cgroup.procs", fs), "1\n");
+  FILE *proc = fopen(env.proc_self_cgroup, "a");
+  if (proc) {
+    fputs("7:blkio:/\n", proc);
+    fclose(proc);
+  }
+  rc = cgroup_create(&env, NULL, "n1", NULL, NULL, &cg, &err);
+  ok(rc == 0 && !exists(pf("%s/blkio/coil", fs)),
+     "v1 blkio: not joined without blockIO limits");
+  if (rc == 0)
+    destroy_free(cg, &err);
+  rc = cgroup_create(&env, NULL, "n1", &r, NULL, &cg, &err);
+  ok(rc == 0, "v1 blkio: create (%s)", rc ? err.msg : "ok");
+  if (rc)
+    return;
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", pf("%s/blkio/coil/n1", fs));
+  is_str(get(pf("%s/blkio.bfq.weight", dir)), "500",
+         "v1: no blkio.weight (no CFQ): blkio.bfq.weight");
+  is_str(get(pf("%s/blkio.bfq.weight_device", dir)), "8:0 200",
+         "v1: ... and blkio.bfq.weight_device");
+  put(pf("%s/blkio.weight", dir), "");
+  struct coil_resources w = {.blkio_weight = 600,
+                             .blkio_weight_devices = blkio_wdev,
+                             .n_blkio_weight_devices = 1};
+  rc = cgroup_update(cg, &w, &err);
+  ok(rc == 0, "v1 blkio: update (%s)", rc ? err.msg : "ok");
+  is_str(get(pf("%s/blkio.weight", dir)), "600",
+         "v1: with CFQ's blkio.weight: the weight goes there");
+  is_str(get(pf("%s/blkio.weight_device", dir)), "8:0 200",
+         "v1: ... and blkio.weight_device");
+  is_str(get(pf("%s/blkio.leaf_weight", dir)), "300", "v1: blkio.leaf_weight");
+  is_str(get(pf("%s/blkio.leaf_weight_device", dir)), "8:16 100",
+         "v1: blkio.leaf_weight_device");
+  is_str(get(pf("%s/blkio.throttle.read_bps_device", dir)), "8:0 1048576",
+         "v1: blkio.throttle.read_bps_device");
+  is_str(get(pf("%s/blkio.throttle.write_bps_device", dir)), "8:0 2097152",
+         "v1: blkio.throttle.write_bps_device");
+  is_str(get(pf("%s/blkio.throttle.read_iops_device", dir)), "8:0 30",
+         "v1: blkio.throttle.read_iops_device");
+  is_str(get(pf("%s/blkio.throttle.write_iops_device", dir)), "253:1 40",
+         "v1: blkio.throttle.write_iops_device");
+  struct coil_kv kv = {(char *)"memory.high", (char *)"1"};
+  struct coil_resources u = {.unified = &kv, .n_unified = 1};
+  rc = cgroup_update(cg, &u, &err);
+  ok(rc == -1 && has(err.msg, "linux.resources.unified: needs a cgroup v2"),
+     "v1: unified refused (%s)", rc ? err.msg : "accepted");
+  destroy_free(cg, &err);
+  ok(!exists(dir) && !exists(pf("%s/blkio/coil", fs)),
+     "v1 blkio: destroy removes the blkio cgroup");
+  rc = cgroup_create(&env, NULL, "n2", &u, NULL, &cg, &err);
+  ok(rc == -1 && has(err.msg, "linux.resources.unified: needs a cgroup v2"),
+     "v1: create with unified fails (%s)", rc ? err.msg : "ok");
+  ok(hybrid_coil_gone(fs) && !exists(pf("%s/blkio/coil", fs)),
+     "v1: ... leaving nothing");
+}
+
 /* Below this process's own cgroups on the real host, cleaned up after. */
 static void test_real(void) {
   if (geteuid() != 0 || (access("/sys/fs/cgroup/cgroup.controllers", F_OK) &&
@@ -932,6 +1122,8 @@ int main(void) {
   test_devices_fake();
   test_v2_freeze_update();
   test_v1_freeze_update();
+  test_v2_blkio_unified();
+  test_v1_blkio();
   test_real();
   rm_rf(tmp);
   return tap_done();

@@ -303,7 +303,7 @@ static void test_unknown_ignored(void) {
       " 'user':{'uid':1,'gid':2,'username':'x'},"
       " 'capabilities':{'bogus':[1]},'scheduler':{'policy':'SCHED_OTHER'}},"
       "'linux':{'intelRdt':{},'personality':{'domain':'LINUX'},"
-      " 'resources':{'network':{'classID':1},'rdma':{},'unified':{'a':'b'},"
+      " 'resources':{'network':{'classID':1},'rdma':{},"
       "  'memory':{'checkBeforeUpdate':1.5,'useHierarchy':'x','limit':10}},"
       " 'seccomp':{'defaultAction':'SCMP_ACT_ALLOW','listenerPath':'/x',"
       "  "
@@ -711,6 +711,67 @@ static void test_mount_sources(void) {
   config_free(c);
 }
 
+/* linux.resources.blockIO and unified, read back, and their errors. */
+static void test_blkio_unified(void) {
+  struct coil_config *c = parse_ok(
+      LNX("'resources':{'blockIO':{'weight':500,'leafWeight':300,"
+          " 'weightDevice':[{'major':8,'minor':0,'weight':200},"
+          "  {'major':8,'minor':16,'leafWeight':100}],"
+          " 'throttleReadBpsDevice':[{'major':8,'minor':0,'rate':1048576}],"
+          " 'throttleWriteBpsDevice':[{'major':8,'minor':0,'rate':2}],"
+          " 'throttleReadIOPSDevice':[{'major':8,'minor':0,'rate':3}],"
+          " 'throttleWriteIOPSDevice':[{'major':253,'minor':1,'rate':4},"
+          "  {'major':8,'minor':0,'rate':5}]},"
+          "'unified':{'memory.high':'1048576','io.weight':'default 50'}}"),
+      "blockIO and unified");
+  if (c) {
+    const struct coil_resources *r = &c->lnx.resources;
+    ok(r->blkio_weight == 500 && r->blkio_leaf_weight == 300,
+       "blockIO.weight, leafWeight");
+    ok(r->n_blkio_weight_devices == 2 &&
+           r->blkio_weight_devices[0].major == 8 &&
+           r->blkio_weight_devices[0].weight == 200 &&
+           r->blkio_weight_devices[0].leaf_weight == 0 &&
+           r->blkio_weight_devices[1].minor == 16 &&
+           r->blkio_weight_devices[1].leaf_weight == 100,
+       "blockIO.weightDevice");
+    ok(r->n_blkio_throttle[COIL_BLKIO_READ_BPS] == 1 &&
+           r->blkio_throttle[COIL_BLKIO_READ_BPS][0].rate == 1048576 &&
+           r->blkio_throttle[COIL_BLKIO_WRITE_BPS][0].rate == 2 &&
+           r->blkio_throttle[COIL_BLKIO_READ_IOPS][0].rate == 3 &&
+           r->n_blkio_throttle[COIL_BLKIO_WRITE_IOPS] == 2 &&
+           r->blkio_throttle[COIL_BLKIO_WRITE_IOPS][0].major == 253 &&
+           r->blkio_throttle[COIL_BLKIO_WRITE_IOPS][1].rate == 5,
+       "blockIO.throttle*Device");
+    ok(r->n_unified == 2 && !strcmp(r->unified[0].key, "memory.high") &&
+           !strcmp(r->unified[1].value, "default 50"),
+       "unified");
+    config_free(c);
+  }
+  expect_error(LNX("'resources':{'blockIO':{'weight':1001}}"),
+               "linux.resources.blockIO.weight: 1001 out of range [0, 1000]");
+  expect_error(LNX("'resources':{'blockIO':{'leafWeight':'x'}}"),
+               "linux.resources.blockIO.leafWeight: expected integer");
+  expect_error(LNX("'resources':{'blockIO':{'weightDevice':[{'major':8}]}}"),
+               "linux.resources.blockIO.weightDevice[0].minor: required");
+  expect_error(
+      LNX("'resources':{'blockIO':{'weightDevice':"
+          "[{'major':8,'minor':0,'weight':-1}]}}"),
+      "linux.resources.blockIO.weightDevice[0].weight: -1 out of range");
+  expect_error(LNX("'resources':{'blockIO':{'throttleWriteBpsDevice':"
+                   "[{'major':8,'minor':0}]}}"),
+               "linux.resources.blockIO.throttleWriteBpsDevice[0].rate: "
+               "required");
+  expect_error(LNX("'resources':{'blockIO':{'throttleReadIOPSDevice':"
+                   "[{'major':-1,'minor':0,'rate':1}]}}"),
+               "linux.resources.blockIO.throttleReadIOPSDevice[0].major: -1 "
+               "out of range");
+  expect_error(LNX("'resources':{'blockIO':[]}"),
+               "linux.resources.blockIO: expected object");
+  expect_error(LNX("'resources':{'unified':{'pids.max':5}}"),
+               "linux.resources.unified[\"pids.max\"]: expected string");
+}
+
 int main(void) {
   test_full();
   test_minimal();
@@ -722,5 +783,6 @@ int main(void) {
   test_files();
   test_hook_names();
   test_mount_sources();
+  test_blkio_unified();
   return tap_done();
 }

@@ -79,7 +79,8 @@ ExecStart=/bin/sh -c '(. /tmp/vm-scratch/cmd; echo $? >/tmp/vm-scratch/rc.tmp) >
 UNIT
 }
 
-# The modules for a 9p root over virtio, and their dependencies, in load order.
+# The modules for a 9p root over virtio and the scratch disk, and their
+# dependencies, in load order.
 declare -A SEEN=()
 ORDER=()
 add_module() { # name
@@ -92,7 +93,7 @@ add_module() { # name
   for dep in ${line#*:}; do add_module "$(basename "$dep" | sed 's/\.ko.*//')"; done
   ORDER+=("$rel")
 }
-for m in virtio_pci 9pnet_virtio 9p overlay; do add_module "$m"; done
+for m in virtio_pci 9pnet_virtio 9p overlay virtio_blk; do add_module "$m"; done
 : >"$INITRD/modules/order"
 for rel in "${ORDER[@]}"; do
   f=$(basename "$rel")
@@ -115,6 +116,10 @@ chmod 0755 "$INITRD/init"
   echo
 } >"$SCRATCH/cmd"
 (cd "$INITRD" && find . | cpio -o -H newc --quiet | gzip -1) >"$WORK/initrd.gz"
+# A scratch disk the tests may overwrite (blockIO limits need a real
+# block device): sparse, so it costs nothing until written; the VM finds it
+# by its serial, coil-scratch, in /sys/block/*/serial.
+truncate -s 64M "$WORK/scratch.img"
 
 # KVM only where it is hardware virtualization (kvm_intel, kvm_amd): some
 # hosts' /dev/kvm is a paravirtual backend (kvm_pvm) that runs only kernels
@@ -144,6 +149,8 @@ qemu-system-x86_64 "${ACCEL[@]}" -machine q35 -m "$MEM" -smp "$CPUS" \
   -append "console=ttyS0 $VM_KERNEL_LOG panic=-1${SYSTEMD:+ systemd.unit=coil-vm.target systemd.unified_cgroup_hierarchy=1 systemd.show_status=0 fstab=no}" \
   -virtfs local,path=/,mount_tag=hostroot,security_model=passthrough,readonly=on,multidevs=remap \
   -virtfs local,path="$SCRATCH",mount_tag=scratch,security_model=passthrough,multidevs=remap \
+  -drive file="$WORK/scratch.img",if=none,id=scratch,format=raw \
+  -device virtio-blk-pci,drive=scratch,serial=coil-scratch \
   </dev/null || true
 sleep 0.5
 kill "$TAIL" 2>/dev/null || true
