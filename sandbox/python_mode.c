@@ -18,6 +18,7 @@
 #include "layers.h"
 #include "lockdown.h"
 #include "log.h"
+#include "memory_bound.h"
 #include "protocol.h"
 #include "signals.h"
 
@@ -305,8 +306,9 @@ void python_mode_main(void *arg, int start_conn) {
   }
   close(start_conn);
   log_debug("python: signal handlers installed");
-  /* 2. the in-guest wall clock. */
-  if (arm_timer(c, &err) < 0)
+  /* 2. the in-guest wall clock, and the second memory bound before the
+   *    interpreter allocates anything. */
+  if (arm_timer(c, &err) < 0 || memory_bound_apply(c->memory_bound, &err) < 0)
     fail(c, "Exception", PY_EXIT_COIL, err.msg);
   /* 3. lockdown stage 1: read-only rootfs; dangerous syscall families off. */
   if (lockdown_stage1(&lock, &err) < 0)

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct python_ctx {
   const char *code; /* the user's source, read on the host */
@@ -15,6 +16,7 @@ struct python_ctx {
   const char *readable_root; /* stage-1 Landlock root: "/" after pivot_root */
   int timeout;               /* seconds */
   int cpu_limit;             /* RLIMIT_CPU soft limit in seconds, 0 = none */
+  uint64_t memory_bound;     /* RLIMIT_DATA (memory_bound.h), 0 = none */
   size_t max_request;
   size_t max_output;
 };

@@ -1,0 +1,31 @@
+/* The second memory bound of Python mode: an RLIMIT_DATA derived from the
+ * same memory setting as the cgroup limit, so that memory stays bounded
+ * with the cgroup layer off and the two can never disagree. */
+#ifndef COIL_MEMORY_BOUND_H
+#define COIL_MEMORY_BOUND_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "error.h"
+
+/* Above the memory setting, for the interpreter's own private writable
+ * memory (its heap, the pre-imported helpers, the request and the capture
+ * buffer): about 7 MiB when the user code starts. File mappings such as
+ * libpython's text do not count against RLIMIT_DATA. */
+#define MEMORY_BOUND_HEADROOM (32LL << 20)
+
+/* The RLIMIT_DATA for a config whose cgroup memory limit is res's:
+ * limit + MEMORY_BOUND_HEADROOM, or 0 (none) when res sets no limit. Call it
+ * on the config the cgroup limit is taken from, with the overrides applied
+ * and before the disabled layers are stripped. */
+uint64_t memory_bound_of(const struct coil_linux *lnx);
+
+/* In the sandbox, before the interpreter exists: lowers RLIMIT_DATA's soft
+ * and hard limits to limit, never raising a lower one the bundle set.
+ * limit 0 does nothing. Not applied in an AddressSanitizer build, whose
+ * shadow and allocator reservations already count terabytes of private
+ * writable memory: any limit would fail every later mmap. */
+int memory_bound_apply(uint64_t limit, struct coil_error *err);
+
+#endif
