@@ -1,6 +1,9 @@
 #include "memory_bound.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include "log.h"
@@ -39,6 +42,43 @@ int memory_bound_apply(uint64_t limit, struct coil_error *err) {
   if (setrlimit(RLIMIT_DATA, &rl) < 0)
     return coil_error_sys(err, errno, "setrlimit(RLIMIT_DATA, %llu)",
                           (unsigned long long)limit);
+  return 0;
+#endif
+}
+
+#ifndef MEMORY_BOUND_ASAN
+static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGABRT};
+static void (*exhausted_fn)(void);
+
+/* Async-signal-safe: one mmap probe. Returning (SA_RESETHAND restored the
+ * default action) lets the crash go on: a fault re-executes and kills,
+ * abort() raises again. */
+static void on_crash(int sig) {
+  (void)sig;
+  void *p = mmap(NULL, MEMORY_BOUND_PROBE, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED && errno == ENOMEM)
+    exhausted_fn();
+  if (p != MAP_FAILED)
+    munmap(p, MEMORY_BOUND_PROBE);
+}
+#endif
+
+int memory_bound_watch(uint64_t limit, void (*on_exhausted)(void),
+                       struct coil_error *err) {
+#ifdef MEMORY_BOUND_ASAN
+  (void)limit;
+  (void)on_exhausted;
+  (void)err;
+  return 0;
+#else
+  if (limit == 0)
+    return 0;
+  exhausted_fn = on_exhausted;
+  struct sigaction sa = {.sa_handler = on_crash, .sa_flags = SA_RESETHAND};
+  for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++)
+    if (sigaction(crash_signals[i], &sa, NULL) < 0)
+      return coil_error_sys(err, errno, "sigaction(%d)", crash_signals[i]);
   return 0;
 #endif
 }

@@ -28,4 +28,17 @@ uint64_t memory_bound_of(const struct coil_linux *lnx);
  * writable memory: any limit would fail every later mmap. */
 int memory_bound_apply(uint64_t limit, struct coil_error *err);
 
+/* How close to the bound a crash counts as running out of memory: a
+ * private writable mapping of this size no longer fits. */
+#define MEMORY_BOUND_PROBE (4 << 20)
+
+/* For a run under the bound (limit != 0): a crash (SIGSEGV, SIGBUS or
+ * SIGABRT) with the bound nearly used up is an allocation that failed
+ * where C code does not check (yajl's buffers) or gives up (the
+ * interpreter's fatal errors): on_exhausted runs, from the signal handler,
+ * and must not return. Any other crash keeps its signal. Not installed in
+ * the ASan build, which has no bound and reports crashes itself. */
+int memory_bound_watch(uint64_t limit, void (*on_exhausted)(void),
+                       struct coil_error *err);
+
 #endif

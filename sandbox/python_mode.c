@@ -71,6 +71,12 @@ static void on_xcpu(int sig) {
   _exit(PY_EXIT_LIMIT);
 }
 
+/* A crash with the memory bound used up (memory_bound.h). */
+static void on_memory_exhausted(void) {
+  report_raw("MemoryLimit", "memory limit reached");
+  _exit(PY_EXIT_LIMIT);
+}
+
 static void on_terminate(int sig) {
   report_raw("Signal", sig > 0 && sig < NSIG ? signal_message[sig] : "");
   _exit(PY_EXIT_KILLED_BASE + sig);
@@ -308,7 +314,8 @@ void python_mode_main(void *arg, int start_conn) {
   log_debug("python: signal handlers installed");
   /* 2. the in-guest wall clock, and the second memory bound before the
    *    interpreter allocates anything. */
-  if (arm_timer(c, &err) < 0 || memory_bound_apply(c->memory_bound, &err) < 0)
+  if (arm_timer(c, &err) < 0 || memory_bound_apply(c->memory_bound, &err) < 0 ||
+      memory_bound_watch(c->memory_bound, on_memory_exhausted, &err) < 0)
     fail(c, "Exception", PY_EXIT_COIL, err.msg);
   /* 3. lockdown stage 1: read-only rootfs; dangerous syscall families off. */
   if (lockdown_stage1(&lock, &err) < 0)
