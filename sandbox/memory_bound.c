@@ -50,17 +50,20 @@ int memory_bound_apply(uint64_t limit, struct coil_error *err) {
 static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGABRT};
 static void (*exhausted_fn)(void);
 
-/* Async-signal-safe: one mmap probe. Returning (SA_RESETHAND restored the
- * default action) lets the crash go on: a fault re-executes and kills,
- * abort() raises again. */
+/* Async-signal-safe: one mmap probe. Otherwise the crash goes on with the
+ * default action SA_RESETHAND restored: a fault re-executes and kills, and
+ * SIGABRT is raised again now, pending until the handler returns, rather
+ * than abort()'s next step, a sigaction lockdown stage 2 kills (as PID 1 of
+ * a pid namespace the sandbox ignores its own SIGABRT, and ends there). */
 static void on_crash(int sig) {
-  (void)sig;
   void *p = mmap(NULL, MEMORY_BOUND_PROBE, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED && errno == ENOMEM)
     exhausted_fn();
   if (p != MAP_FAILED)
     munmap(p, MEMORY_BOUND_PROBE);
+  if (sig == SIGABRT)
+    raise(SIGABRT);
 }
 #endif
 

@@ -147,3 +147,33 @@ def test_layer_rlimit_memory_caps_memory():
     rc, etype, env = outcome(py(["cgroup", "rlimit-memory"], BIG,
                                 binary=plain))
     assert rc == 0 and env["result"] == 300 << 20, env
+
+
+# Uses the bound up in 1 MiB pieces (MemoryError ends the loop), then
+# aborts as the interpreter does when an allocation fails where it cannot
+# raise MemoryError.
+FILL_THEN_ABORT = """
+posix = posix_module()
+keep = []
+try:
+    while True:
+        keep.append(bytes(1 << 20))
+except Exception:
+    pass
+posix.abort()
+"""
+
+
+def test_layer_rlimit_memory_crash_when_exhausted_is_memory_limit():
+    # The plain binary (see above); only the gate is off, to reach abort().
+    plain = os.path.join(harness.REPO, "coil")
+    extra = ("--memory", "32m")
+    rc, etype, env = outcome(py(["ast", "cgroup"], FILL_THEN_ABORT,
+                                extra=extra, binary=plain))
+    assert (rc, etype) == (137, "MemoryLimit"), env
+    # With memory to spare an abort stays a crash, whatever its signal (as
+    # PID 1 the sandbox ignores its own SIGABRT, so abort() goes on to a
+    # system call stage 2 kills).
+    rc, etype, env = outcome(py(["ast", "cgroup"], "posix_module().abort()",
+                                extra=extra, binary=plain))
+    assert rc > 128 and rc != 137 and etype == "Exception", env
