@@ -9,7 +9,6 @@ further. So each test fails if its layer stops working."""
 
 import json
 import os
-import subprocess
 
 import harness
 
@@ -43,9 +42,7 @@ def py(disable, body, extra=(), binary=None):
             "--entry", "handle", "-c", code]
     if binary is None:
         return harness.coil(*args, root=harness.new_root())
-    return subprocess.run([binary, "--root", harness.new_root(), *args],
-                          stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, timeout=60)
+    return harness.capped_run([binary, "--root", harness.new_root(), *args])[0]
 
 
 def outcome(r):

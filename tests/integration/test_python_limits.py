@@ -9,7 +9,6 @@ nothing (mounts, cgroups, processes, state dirs) was left on the host.
 
 import json
 import os
-import subprocess
 import time
 
 import harness
@@ -198,7 +197,6 @@ def test_python_limit_invalid_json_request():
 
 BOMB_MEMORY = 64 << 20
 BOMB_HEADROOM = 32 << 20  # MEMORY_BOUND_HEADROOM
-OUTER_CAP = 2 << 30
 PLAIN_COIL = os.path.join(harness.REPO, "coil")
 BOMBS = (
     ("one huge allocation", "s = 'a' * 10**10"),
@@ -206,58 +204,6 @@ BOMBS = (
      "b = bytearray()\nwhile True:\n    b += bytes(1 << 20)"),
     ("many small objects", "x = [bytes(200) for i in range(10**8)]"),
 )
-
-
-def _own_memory_cgroup():
-    with open("/proc/self/cgroup") as f:
-        for line in f:
-            _, ctrls, path = line.rstrip("\n").split(":", 2)
-            if "memory" in ctrls.split(","):
-                return "/sys/fs/cgroup/memory" + path.rstrip("/")
-    raise AssertionError("no v1 memory cgroup in /proc/self/cgroup")
-
-
-def _remove_cgroup(d):
-    for _ in range(100):
-        for sub, _dirs, _files in sorted(os.walk(d), key=lambda w: -len(w[0])):
-            try:
-                os.rmdir(sub)
-            except OSError:
-                pass
-        if not os.path.exists(d):
-            return
-        time.sleep(0.05)
-    raise AssertionError("cannot remove %s" % d)
-
-
-def peak_run(binary, args, timeout=60):
-    """Runs binary with args in a fresh memory cgroup capped at OUTER_CAP:
-    (CompletedProcess, peak bytes of the whole tree)."""
-    d = "%s/coil-test-memory-%d-%d" % (_own_memory_cgroup(), os.getpid(),
-                                       time.monotonic_ns())
-    os.mkdir(d)
-    harness.on_cleanup(lambda: _remove_cgroup(d) if os.path.isdir(d) else None)
-    try:
-        with open(d + "/memory.limit_in_bytes", "w") as f:
-            f.write(str(OUTER_CAP))
-
-        def enter():
-            with open(d + "/cgroup.procs", "w") as f:
-                f.write("0")
-
-        argv = [binary, "--root", harness.new_root()] + list(args)
-        try:
-            r = subprocess.run(argv, stdin=subprocess.DEVNULL,
-                               capture_output=True, text=True,
-                               timeout=timeout, preexec_fn=enter)
-        except subprocess.TimeoutExpired as e:
-            r = subprocess.CompletedProcess(argv, None, e.stdout or "",
-                                            "[killed after %ss]" % timeout)
-        with open(d + "/memory.max_usage_in_bytes") as f:
-            peak = int(f.read())
-    finally:
-        _remove_cgroup(d)
-    return r, peak
 
 
 def bomb_bundle(disable):
@@ -288,14 +234,18 @@ def memory_bombs(binary, disable):
     bad = []
     for handler_mode in (False, True):
         idle_code = "return 1" if handler_mode else "x = 1"
-        r, idle = peak_run(binary, bomb_args(b, idle_code, handler_mode))
+        r, idle = harness.capped_run(
+            [binary, "--root", harness.new_root()] +
+            bomb_args(b, idle_code, handler_mode))
         assert r.returncode == 0, describe(r)
         bound = BOMB_MEMORY + BOMB_HEADROOM + idle
         for name, code in BOMBS:
             what = "%s, %s mode, %s off" % (
                 name, "handler" if handler_mode else "script",
                 "+".join(disable) or "nothing")
-            r, peak = peak_run(binary, bomb_args(b, code, handler_mode))
+            r, peak = harness.capped_run(
+                [binary, "--root", harness.new_root()] +
+                bomb_args(b, code, handler_mode))
             if handler_mode:
                 env = envelope(r.stdout)
                 etype = ((env or {}).get("error") or {}).get("type")
