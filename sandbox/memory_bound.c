@@ -50,11 +50,12 @@ int memory_bound_apply(uint64_t limit, struct coil_error *err) {
 static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGABRT};
 static void (*exhausted_fn)(void);
 
-/* Async-signal-safe: one mmap probe. Otherwise the crash goes on with the
- * default action SA_RESETHAND restored: a fault re-executes and kills, and
- * SIGABRT is raised again now, pending until the handler returns, rather
- * than abort()'s next step, a sigaction lockdown stage 2 kills (as PID 1 of
- * a pid namespace the sandbox ignores its own SIGABRT, and ends there). */
+/* Async-signal-safe: one mmap probe. When it fits, the crash goes on under
+ * the default action SA_RESETHAND restored: a fault re-executes and kills.
+ * SIGABRT is raised again here, pending until the handler returns, because
+ * abort()'s own next step is a sigaction, which lockdown stage 2 kills. (As
+ * PID 1 of a pid namespace the sandbox ignores its own SIGABRT, so there
+ * that kill is what ends it.) */
 static void on_crash(int sig) {
   void *p = mmap(NULL, MEMORY_BOUND_PROBE, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

@@ -15,10 +15,10 @@
  * libpython's text do not count against RLIMIT_DATA. */
 #define MEMORY_BOUND_HEADROOM (32LL << 20)
 
-/* The RLIMIT_DATA for a config whose cgroup memory limit is res's:
- * limit + MEMORY_BOUND_HEADROOM, or 0 (none) when res sets no limit. Call it
- * on the config the cgroup limit is taken from, with the overrides applied
- * and before the disabled layers are stripped. */
+/* The RLIMIT_DATA for lnx's cgroup memory limit: the limit plus
+ * MEMORY_BOUND_HEADROOM, or 0 (none) when lnx sets no limit. Call it on the
+ * config the cgroup limit is taken from, with the overrides applied and
+ * before the disabled layers are stripped. */
 uint64_t memory_bound_of(const struct coil_linux *lnx);
 
 /* In the sandbox, before the interpreter exists: lowers RLIMIT_DATA's soft
