@@ -421,8 +421,9 @@ static const struct jw_object linux_obj =
 /* The layers a bundle may switch off one at a time (docs/design.md,
  * Layers). */
 static const char *const sandbox_layers[] = {
-    "userns",   "pidns",   "netns", "mountns",  "cgroup", "rlimits", "caps",
-    "landlock", "seccomp", "audit", "builtins", "ast",    NULL};
+    "userns",  "pidns",         "netns", "mountns",  "cgroup",
+    "rlimits", "rlimit-memory", "caps",  "landlock", "seccomp",
+    "audit",   "builtins",      "ast",   NULL};
 
 static const struct jw_field python_fields[] = {
     JW_STRING("code", struct coil_sandbox, python_code,

@@ -7,8 +7,9 @@
 #include "log.h"
 
 static const char *const layer_names[LAYER_COUNT] = {
-    "userns", "pidns",    "netns",   "mountns", "cgroup",   "rlimits",
-    "caps",   "landlock", "seccomp", "audit",   "builtins", "ast",
+    "userns",  "pidns",         "netns", "mountns",  "cgroup",
+    "rlimits", "rlimit-memory", "caps",  "landlock", "seccomp",
+    "audit",   "builtins",      "ast",
 };
 
 unsigned layers_disabled(const struct coil_sandbox *sb) {

@@ -15,6 +15,7 @@ enum sandbox_layer {
   LAYER_MOUNTNS,
   LAYER_CGROUP,
   LAYER_RLIMITS,
+  LAYER_RLIMIT_MEMORY,
   LAYER_CAPS,
   LAYER_LANDLOCK,
   LAYER_SECCOMP,
@@ -34,7 +35,8 @@ static inline bool layer_on(unsigned disabled, enum sandbox_layer l) {
 /* Removes what the disabled outer layers would set up from the config:
  * namespaces, cgroup resources and rlimits. The caps, mount namespace and
  * cgroup switches go to init through the payload (python_setup.c), the
- * in-process layers are switched where they are applied. */
+ * in-process layers (rlimit-memory among them) are switched where they are
+ * applied. */
 void layers_strip_config(struct coil_config *cfg, unsigned disabled);
 
 #endif

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -191,6 +192,15 @@ static scmp_filter_ctx stage2_filter(struct coil_error *err) {
   if (r == 0 &&
       (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), nr_openat, 0)) < 0)
     r = coil_error_sys(err, -r, "lockdown stage 2: seccomp rule for openat");
+  /* abort() raising SIGABRT at itself: an interpreter that gives up after a
+   * failed allocation then reaches the memory bound's crash watch
+   * (memory_bound.h) instead of a seccomp kill. */
+  const struct scmp_arg_cmp own_abort[] = {
+      {.arg = 0, .op = SCMP_CMP_EQ, .datum_a = (scmp_datum_t)getpid()},
+      {.arg = 2, .op = SCMP_CMP_EQ, .datum_a = SIGABRT}};
+  if (r == 0 && (r = seccomp_rule_add_array(
+                     ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 2, own_abort)) < 0)
+    r = coil_error_sys(err, -r, "lockdown stage 2: seccomp rule for tgkill");
   if (r < 0) {
     seccomp_release(ctx);
     return NULL;

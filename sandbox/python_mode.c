@@ -18,6 +18,7 @@
 #include "layers.h"
 #include "lockdown.h"
 #include "log.h"
+#include "memory_bound.h"
 #include "protocol.h"
 #include "python_run.h"
 #include "signals.h"
@@ -68,6 +69,12 @@ static void on_alarm(int sig) {
 static void on_xcpu(int sig) {
   (void)sig;
   report_raw("CpuLimit", "CPU time limit reached");
+  _exit(PY_EXIT_LIMIT);
+}
+
+/* A crash with the memory bound used up (memory_bound.h). */
+static void on_memory_exhausted(void) {
+  report_raw("MemoryLimit", "memory limit reached");
   _exit(PY_EXIT_LIMIT);
 }
 
@@ -301,7 +308,10 @@ void python_run_arm(const struct python_ctx *c) {
   if (install_signal_handlers(c, &err) < 0)
     fail(c, "Exception", PY_EXIT_COIL, err.msg);
   log_debug("python: signal handlers installed");
-  if (arm_timer(c, &err) < 0)
+  /* The in-guest wall clock, and the second memory bound before the
+   * interpreter allocates anything more. */
+  if (arm_timer(c, &err) < 0 || memory_bound_apply(c->memory_bound, &err) < 0 ||
+      memory_bound_watch(c->memory_bound, on_memory_exhausted, &err) < 0)
     fail(c, "Exception", PY_EXIT_COIL, err.msg);
 }
 

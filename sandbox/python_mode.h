@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct python_ctx {
   const char *code; /* the user's source, read on the host */
@@ -16,6 +17,7 @@ struct python_ctx {
   int timeout;               /* seconds */
   int timeout_ms;            /* when set, replaces timeout (coil serve) */
   int cpu_limit;             /* RLIMIT_CPU soft limit in seconds, 0 = none */
+  uint64_t memory_bound;     /* RLIMIT_DATA (memory_bound.h), 0 = none */
   size_t max_request;
   size_t max_output;
 };

@@ -12,6 +12,7 @@
 #include "cleanup.h"
 #include "layers.h"
 #include "log.h"
+#include "memory_bound.h"
 #include "readall.h"
 
 static int read_code(const char *bundle, const char *path, char **out,
@@ -87,6 +88,10 @@ int python_setup_prepare(void *arg, struct coil_config *cfg, const char *bundle,
     cfg->lnx.resources.memory_swap = ov->memory;
   }
   unsigned disabled = layers_disabled(sb);
+  /* From the memory limit the cgroup gets, before the cgroup layer's switch
+   * strips it: the two bounds stay independent of each other's layer. */
+  uint64_t memory_bound =
+      layer_on(disabled, LAYER_RLIMIT_MEMORY) ? memory_bound_of(&cfg->lnx) : 0;
   layers_strip_config(cfg, disabled);
   /* Even with the caps layer off (root and capabilities kept in the user
    * namespace): it takes no capability away, and Landlock insists on it so
@@ -119,6 +124,7 @@ int python_setup_prepare(void *arg, struct coil_config *cfg, const char *bundle,
                  : sb->has_timeout     ? sb->timeout
                                        : PY_DEFAULT_TIMEOUT,
       .cpu_limit = cpu_limit_of(&cfg->process),
+      .memory_bound = memory_bound,
       .max_request = sb->has_max_request ? (size_t)sb->max_request
                                          : PY_DEFAULT_MAX_REQUEST,
       .max_output =

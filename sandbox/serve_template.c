@@ -38,19 +38,6 @@
 #define MAX_CHILDREN 256
 /* The code file name in messages and tracebacks, as `coil py -c`. */
 #define CODE_NAME "<string>"
-/* ASan's shadow memory and allocator reservations count as data: under it
- * RLIMIT_DATA would fail the first allocation, so only the cgroup's limit
- * bounds memory there. */
-#if defined(__SANITIZE_ADDRESS__)
-#define DATA_LIMIT 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DATA_LIMIT 0
-#endif
-#endif
-#ifndef DATA_LIMIT
-#define DATA_LIMIT 1
-#endif
 
 static void serve_template_main(void *arg, int start_conn)
     __attribute__((noreturn));
@@ -239,8 +226,8 @@ static void send_reply(int fd, int kind, int status, const char *digest,
 
 /* One request's child: PID 1 of a fresh PID namespace. Applies what is
  * fresh per execution, in the order of python_mode_main: privilege drop
- * (ids, capabilities, rlimits, no_new_privs), RLIMIT_DATA, signals and
- * timer, lockdown stage 1, then python_run_finish (helpers, request,
+ * (ids, capabilities, rlimits, no_new_privs), signals, timer and
+ * RLIMIT_DATA, lockdown stage 1, then python_run_finish (helpers, request,
  * stage 2, the audit hook's deny phase, the handler). */
 static void __attribute__((noreturn))
 run_child(const struct serve_template_setup *s, const struct serve_job *j,
@@ -256,6 +243,11 @@ run_child(const struct serve_template_setup *s, const struct serve_job *j,
       .cpu_limit = s->cpu_limit,
       .max_request = s->max_request,
       .max_output = j->output_bytes,
+      /* RLIMIT_DATA of this execution, applied by python_run_arm (not in
+       * the ASan build: memory_bound.h). */
+      .memory_bound = layer_on(s->disabled, LAYER_RLIMIT_MEMORY)
+                          ? (uint64_t)j->memory_mb << 20
+                          : 0,
   };
   if (dup2(fds[SERVE_FD_OUT], 1) < 0 || dup2(fds[SERVE_FD_REQUEST], 0) < 0)
     _exit(PY_EXIT_COIL);
@@ -275,12 +267,8 @@ run_child(const struct serve_template_setup *s, const struct serve_job *j,
                           .rlimits = &s->rlimits,
                           .keep_ids_and_caps =
                               !layer_on(s->disabled, LAYER_CAPS)};
-  struct rlimit data = {.rlim_cur = (rlim_t)j->memory_mb << 20,
-                        .rlim_max = (rlim_t)j->memory_mb << 20};
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
-      privileges_drop(&pv, NULL, 0, &err) < 0 ||
-      (DATA_LIMIT && layer_on(s->disabled, LAYER_RLIMITS) && j->memory_mb &&
-       setrlimit(RLIMIT_DATA, &data) < 0)) {
+      privileges_drop(&pv, NULL, 0, &err) < 0) {
     struct protocol_failure f = {
         .type = "Exception", .message = err.msg[0] ? err.msg : strerror(errno)};
     protocol_write_error(1, &f, NULL, 0);

@@ -769,3 +769,54 @@ def cleanup(baseline):
         shutil.rmtree(d, ignore_errors=True)
     REG.reset()
     return errors
+
+
+def _own_memory_cgroup():
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            if "memory" in ctrls.split(","):
+                return "/sys/fs/cgroup/memory" + path.rstrip("/")
+    raise AssertionError("no v1 memory cgroup in /proc/self/cgroup")
+
+
+def _remove_cgroup(d):
+    for _ in range(100):
+        _rmdir_cgroup_tree(d)
+        if not os.path.exists(d):
+            return
+        time.sleep(0.05)
+    raise AssertionError("cannot remove %s" % d)
+
+
+def capped_run(argv, cap=2 << 30, timeout=60):
+    """Runs argv (coil: give --root yourself) in a fresh v1 memory cgroup
+    below the test's own, capped at cap bytes so a memory regression cannot
+    eat the machine. A container's cgroup nests below it. Returns
+    (CompletedProcess with text output, peak bytes of the whole tree); the
+    cgroup is gone afterwards."""
+    d = "%s/coil-test-capped-%d-%d" % (_own_memory_cgroup(), os.getpid(),
+                                       time.monotonic_ns())
+    os.mkdir(d)
+    on_cleanup(lambda: _remove_cgroup(d) if os.path.isdir(d) else None)
+    try:
+        with open(d + "/memory.limit_in_bytes", "w") as f:
+            f.write(str(cap))
+
+        def enter():
+            with open(d + "/cgroup.procs", "w") as f:
+                f.write("0")
+
+        argv = [str(a) for a in argv]
+        try:
+            r = subprocess.run(argv, stdin=subprocess.DEVNULL,
+                               capture_output=True, text=True,
+                               timeout=timeout, preexec_fn=enter)
+        except subprocess.TimeoutExpired as e:
+            r = subprocess.CompletedProcess(argv, None, e.stdout or "",
+                                            "[killed after %ss]" % timeout)
+        with open(d + "/memory.max_usage_in_bytes") as f:
+            peak = int(f.read())
+    finally:
+        _remove_cgroup(d)
+    return r, peak

@@ -34,13 +34,15 @@ def bundle(disable):
     return d
 
 
-def py(disable, body, extra=()):
+def py(disable, body, extra=(), binary=None):
     # The posix helper only where the gate is off (it would reject it).
     code = (POSIX if "ast" in disable else "") + "\ndef handle(request):\n" + "".join(
         "    " + line + "\n" for line in body.strip().splitlines())
-    return harness.coil("py", "--bundle", bundle(disable), *extra,
-                        "--request", "{}", "--entry", "handle", "-c", code,
-                        root=harness.new_root())
+    args = ["py", "--bundle", bundle(disable), *extra, "--request", "{}",
+            "--entry", "handle", "-c", code]
+    if binary is None:
+        return harness.coil(*args, root=harness.new_root())
+    return harness.capped_run([binary, "--root", harness.new_root(), *args])[0]
 
 
 def outcome(r):
@@ -119,9 +121,56 @@ def test_layer_rlimits_stop_cpu_burn():
     assert (rc, etype) == (124, "Timeout"), env
 
 
+# Over the bundle's 256 MiB, and over the RLIMIT_DATA derived from it
+# (256 + 32 MiB): each memory layer stops it alone.
+BIG = "return len('a' * (300 << 20))"
+
+
 def test_layer_cgroup_caps_memory():
-    body = "return len('a' * (300 << 20))"  # over the bundle's 256 MiB
-    rc, etype, env = outcome(py([], body))
+    rc, etype, env = outcome(py(["rlimit-memory"], BIG))
     assert (rc, etype) == (137, "MemoryLimit"), env
-    rc, etype, env = outcome(py(["cgroup"], body))
+    rc, etype, env = outcome(py(["rlimit-memory", "cgroup"], BIG))
     assert rc == 0 and env["result"] == 300 << 20, env
+
+
+def test_layer_rlimit_memory_caps_memory():
+    # The plain product binary, whatever the binary under test: the ASan
+    # build leaves this layer out (its shadow memory alone is over any
+    # RLIMIT_DATA), the product builds never do.
+    plain = os.path.join(harness.REPO, "coil")
+    rc, etype, env = outcome(py(["cgroup"], BIG, binary=plain))
+    assert (rc, etype) == (137, "MemoryLimit"), env
+    assert env["error"]["message"] == "memory limit reached", env
+    rc, etype, env = outcome(py(["cgroup", "rlimit-memory"], BIG,
+                                binary=plain))
+    assert rc == 0 and env["result"] == 300 << 20, env
+
+
+# Uses the bound up in 1 MiB pieces (MemoryError ends the loop), then
+# aborts as the interpreter does when an allocation fails where it cannot
+# raise MemoryError.
+FILL_THEN_ABORT = """
+posix = posix_module()
+keep = []
+try:
+    while True:
+        keep.append(bytes(1 << 20))
+except Exception:
+    pass
+posix.abort()
+"""
+
+
+def test_layer_rlimit_memory_crash_when_exhausted_is_memory_limit():
+    # The plain binary (see above); only the gate is off, to reach abort().
+    plain = os.path.join(harness.REPO, "coil")
+    extra = ("--memory", "32m")
+    rc, etype, env = outcome(py(["ast", "cgroup"], FILL_THEN_ABORT,
+                                extra=extra, binary=plain))
+    assert (rc, etype) == (137, "MemoryLimit"), env
+    # With memory to spare an abort stays a crash, whatever its signal (as
+    # PID 1 the sandbox ignores its own SIGABRT, so abort() goes on to a
+    # system call stage 2 kills).
+    rc, etype, env = outcome(py(["ast", "cgroup"], "posix_module().abort()",
+                                extra=extra, binary=plain))
+    assert rc > 128 and rc != 137 and etype == "Exception", env

@@ -180,3 +180,97 @@ def test_python_limit_invalid_json_request():
     for bad in ("{not json", "[1, 2", "", "{\"a\": 1} trailing"):
         r = py(handler("return 1"), request=bad)
         expect(r, 125, "RequestError", max_seconds=5)
+
+
+# Memory is bounded twice: the cgroup limit and an RLIMIT_DATA derived from
+# the same setting (limit + 32 MiB of headroom, sandbox/memory_bound.h).
+# Each memory bomb must end as MemoryLimit with either layer alone and with
+# both, and the host memory it took must stay near the limit. The peak is
+# measured from outside: coil runs in a memory cgroup the test creates below
+# its own, which the container's cgroup (when there is one) nests in, and
+# whose v1 max_usage_in_bytes counts coil, the sandbox and the page cache
+# they touch. Its 2 GiB cap keeps a regression from eating the machine.
+#
+# The rlimit is compiled out of the ASan build (its shadow memory already
+# counts terabytes against RLIMIT_DATA), so the runs that need it always
+# drive the plain product binary ./coil, whichever binary is under test.
+
+BOMB_MEMORY = 64 << 20
+BOMB_HEADROOM = 32 << 20  # MEMORY_BOUND_HEADROOM
+PLAIN_COIL = os.path.join(harness.REPO, "coil")
+BOMBS = (
+    ("one huge allocation", "s = 'a' * 10**10"),
+    ("a growing bytearray",
+     "b = bytearray()\nwhile True:\n    b += bytes(1 << 20)"),
+    ("many small objects", "x = [bytes(200) for i in range(10**8)]"),
+)
+
+
+def bomb_bundle(disable):
+    cfg = harness.read_config(DEFAULT_BUNDLE)
+    cfg["root"]["path"] = ROOTFS
+    cfg["sandbox"]["disable"] = list(disable)
+    b = harness.tmpdir()
+    harness.write_config(b, cfg)
+    return b
+
+
+def bomb_args(bundle, code, handler_mode):
+    args = ["py", "--bundle", bundle, "--memory", "%dm" % (BOMB_MEMORY >> 20)]
+    if handler_mode:
+        return args + ["--request", "{}", "--entry", "handle", "-c",
+                       handler(code)]
+    return args + ["-c", code]
+
+
+def memory_bombs(binary, disable):
+    """Every bomb, in script and handler mode: each must end as MemoryLimit
+    (137) with its peak below the limit plus the headroom plus what a run
+    that allocates nothing takes (coil, the interpreter, its page cache).
+    With the rlimit on, the huge allocation is refused before a page of it
+    is touched: its peak stays within the headroom of the idle run."""
+    up_front = "rlimit-memory" not in disable
+    b = bomb_bundle(disable)
+    bad = []
+    for handler_mode in (False, True):
+        idle_code = "return 1" if handler_mode else "x = 1"
+        r, idle = harness.capped_run(
+            [binary, "--root", harness.new_root()] +
+            bomb_args(b, idle_code, handler_mode))
+        assert r.returncode == 0, describe(r)
+        bound = BOMB_MEMORY + BOMB_HEADROOM + idle
+        for name, code in BOMBS:
+            what = "%s, %s mode, %s off" % (
+                name, "handler" if handler_mode else "script",
+                "+".join(disable) or "nothing")
+            r, peak = harness.capped_run(
+                [binary, "--root", harness.new_root()] +
+                bomb_args(b, code, handler_mode))
+            if handler_mode:
+                env = envelope(r.stdout)
+                etype = ((env or {}).get("error") or {}).get("type")
+            else:
+                etype = "MemoryLimit" if \
+                    "coil: MemoryLimit: " in r.stderr else None
+            if r.returncode != 137 or etype != "MemoryLimit":
+                bad.append("%s: not MemoryLimit/137\n%s" % (what, describe(r)))
+            if peak >= bound:
+                bad.append("%s: peak %d MiB, over %d MiB" % (
+                    what, peak >> 20, bound >> 20))
+            if up_front and code == BOMBS[0][1] and \
+                    peak >= idle + BOMB_HEADROOM:
+                bad.append("%s: peak %d MiB, not refused up front" % (
+                    what, peak >> 20))
+    assert not bad, "\n".join(bad)
+
+
+def test_python_memory_bomb_rlimit_alone():
+    memory_bombs(PLAIN_COIL, ["cgroup"])
+
+
+def test_python_memory_bomb_cgroup_alone():
+    memory_bombs(harness.COIL, ["rlimit-memory"])
+
+
+def test_python_memory_bomb_both_bounds():
+    memory_bombs(PLAIN_COIL, [])

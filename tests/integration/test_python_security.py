@@ -51,8 +51,9 @@ DEFAULT_BUNDLE = os.path.join(harness.REPO, "bundles", "python")
 ROOTFS = os.path.join(DEFAULT_BUNDLE, "rootfs")
 HOST_PYTHON = "/usr/bin/python3"
 
-LAYERS = ["userns", "pidns", "netns", "mountns", "cgroup", "rlimits", "caps",
-          "landlock", "seccomp", "audit", "builtins", "ast"]
+LAYERS = ["userns", "pidns", "netns", "mountns", "cgroup", "rlimits",
+          "rlimit-memory", "caps", "landlock", "seccomp", "audit", "builtins",
+          "ast"]
 # COIL_ATTACK_LAYERS=a,b keeps only those layers in the switched-off runs:
 # the VM on a pure cgroup v2 host (tests/vm) runs those whose mechanism
 # differs there; the host's run covers every layer.

@@ -582,8 +582,8 @@ static void test_sandbox_errors(void) {
                "sandbox.python: expected object");
   expect_error(WITH("'sandbox':{'disable':['seccomp','selinux']}"),
                "sandbox.disable[1]: \"selinux\" is not one of: userns, pidns, "
-               "netns, mountns, cgroup, rlimits, caps, landlock, seccomp, "
-               "audit, builtins, ast");
+               "netns, mountns, cgroup, rlimits, rlimit-memory, caps, "
+               "landlock, seccomp, audit, builtins, ast");
   expect_error(WITH("'sandbox':{'disable':'seccomp'}"),
                "sandbox.disable: expected array");
 }
