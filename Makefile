@@ -4,8 +4,10 @@ DESTDIR ?=
 CC ?= cc
 # Debian's python3.11 only: never a python found on PATH (pyenv etc.).
 PY_PKG := PKG_CONFIG_LIBDIR=/usr/lib/x86_64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config python3-embed
-PKGS := libseccomp libcap yajl mount libsystemd
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(shell $(PY_PKG) --cflags 2>/dev/null)
+PKGS := libseccomp libcap yajl mount
+# libsystemd: its header only. coil loads the library when the systemd cgroup
+# driver needs it (runtime/systemd_bus.c).
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) libsystemd 2>/dev/null) $(shell $(PY_PKG) --cflags 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(shell $(PY_PKG) --libs 2>/dev/null)
 VERSION := 0.1.0
 
