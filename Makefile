@@ -4,9 +4,12 @@ DESTDIR ?=
 CC ?= cc
 # Debian's python3.11 only: never a python found on PATH (pyenv etc.).
 PY_PKG := PKG_CONFIG_LIBDIR=/usr/lib/x86_64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config python3-embed
-PKGS := libseccomp libcap yajl mount libsystemd
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(shell $(PY_PKG) --cflags 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(shell $(PY_PKG) --libs 2>/dev/null)
+PKGS := libseccomp libcap yajl mount
+# libsystemd: its header only. coil loads the library when the systemd cgroup
+# driver needs it (runtime/systemd_bus.c).
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) libsystemd 2>/dev/null) $(shell $(PY_PKG) --cflags 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+PY_LIBS := $(shell $(PY_PKG) --libs 2>/dev/null)
 VERSION := 0.1.0
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -32,48 +35,103 @@ CMD_SRC := $(sort $(wildcard cmd/*.c))
 LIB_SRC := $(RUNTIME_SRC) $(SANDBOX_SRC)
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 
-OBJ := $(patsubst %.c,build/%.o,$(LIB_SRC) $(CMD_SRC))
+# The code that needs libpython is a shared object of its own, which coil
+# loads only in a run that needs Python (sandbox/python_api.h): the sandbox's
+# files that include Python.h, directly or through a sandbox header. The
+# executable is everything else; it does not link libpython, and exports to
+# the object exactly the functions the object calls (the exports list
+# below). Each build has its object, found next to its binary.
+empty :=
+space := $(empty) $(empty)
+PY_HDR := $(notdir $(shell grep -l '^\#include <Python.h>' sandbox/*.h))
+PY_SRC := $(shell grep -lE '^\#include (<Python\.h>|"($(subst $(space),|,$(PY_HDR)))")' $(SANDBOX_SRC))
+EXE_SRC := $(RUNTIME_SRC) $(filter-out $(PY_SRC),$(SANDBOX_SRC)) $(CMD_SRC)
+PY_SO := coil-python.so
+ASAN_PY_SO := coil-asan-python.so
+CLANG_PY_SO := coil-clang-python.so
+
+OBJ := $(patsubst %.c,build/%.o,$(EXE_SRC))
+PY_OBJ := $(patsubst %.c,build/%.o,$(PY_SRC))
 LIB_OBJ := $(patsubst %.c,build/%.o,$(LIB_SRC))
-ASAN_OBJ := $(patsubst %.c,build-asan/%.o,$(LIB_SRC) $(CMD_SRC))
+ASAN_OBJ := $(patsubst %.c,build-asan/%.o,$(EXE_SRC))
+ASAN_PY_OBJ := $(patsubst %.c,build-asan/%.o,$(PY_SRC))
 ASAN_LIB_OBJ := $(patsubst %.c,build-asan/%.o,$(LIB_SRC))
-CLANG_OBJ := $(patsubst %.c,build-clang/%.o,$(LIB_SRC) $(CMD_SRC))
+CLANG_OBJ := $(patsubst %.c,build-clang/%.o,$(EXE_SRC))
+CLANG_PY_OBJ := $(patsubst %.c,build-clang/%.o,$(PY_SRC))
 UNIT_BIN := $(patsubst tests/unit/%.c,build/tests/%,$(UNIT_SRC))
 UNIT_ASAN_BIN := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_SRC))
+
+# The object's code is position-independent and hides every symbol but its
+# table (also sandbox/python.map), so it never interposes on coil's.
+$(PY_OBJ) $(ASAN_PY_OBJ) $(CLANG_PY_OBJ): PIC_CFLAGS := -fPIC -fvisibility=hidden
+PY_SO_LDFLAGS := -shared -Wl,-z,relro,-z,now -Wl,--version-script=sandbox/python.map -Wl,--as-needed
+
+# The functions of the executable the object calls: defined by one ($(2)),
+# used by the other ($(1)) (nm), exported by name with --dynamic-list.
+define exports_list
+	@mkdir -p $(dir $@)
+	@nm -P -g --defined-only $(2) | awk 'NF > 2 && $$2 != "U" { print $$1 }' | sort -u > $@.def
+	@nm -P -u $(1) | awk 'NF >= 2 { print $$1 }' | sort -u > $@.use
+	@{ echo '{'; comm -12 $@.def $@.use | sed 's/.*/  &;/'; echo '};'; } > $@.tmp
+	@rm -f $@.def $@.use
+	@echo "exports list $@"
+	@mv $@.tmp $@
+endef
 
 .PHONY: all deps bundle check check-unit check-integration check-vm check-asan demo install clean bench bench-vm format oast-demo \
         fuzz clean-fuzz
 
 all: coil
 
-coil: $(OBJ)
-	$(CC) $(ALL_CFLAGS) $(HARDEN_CFLAGS) $(PIE_LDFLAGS) $(LDFLAGS) -o $@ $(OBJ) $(PKG_LIBS)
+# `make coil` builds its object too: a coil without it has no Python mode.
+coil: $(OBJ) build/python-exports.list | $(PY_SO)
+	$(CC) $(ALL_CFLAGS) $(HARDEN_CFLAGS) $(PIE_LDFLAGS) -Wl,--dynamic-list=build/python-exports.list $(LDFLAGS) -o $@ $(OBJ) $(PKG_LIBS)
 
-coil-asan: $(ASAN_OBJ)
-	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) $(LDFLAGS) -o $@ $(ASAN_OBJ) $(PKG_LIBS)
+$(PY_SO): $(PY_OBJ) sandbox/python.map
+	$(CC) $(ALL_CFLAGS) $(HARDEN_CFLAGS) $(PY_SO_LDFLAGS) $(LDFLAGS) -o $@ $(PY_OBJ) $(PY_LIBS) $(PKG_LIBS)
+
+build/python-exports.list: $(OBJ) $(PY_OBJ)
+	$(call exports_list,$(PY_OBJ),$(OBJ))
+
+coil-asan: $(ASAN_OBJ) build-asan/python-exports.list | $(ASAN_PY_SO)
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) -Wl,--dynamic-list=build-asan/python-exports.list $(LDFLAGS) -o $@ $(ASAN_OBJ) $(PKG_LIBS)
+
+$(ASAN_PY_SO): $(ASAN_PY_OBJ) sandbox/python.map
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(PY_SO_LDFLAGS) $(LDFLAGS) -o $@ $(ASAN_PY_OBJ) $(PY_LIBS) $(PKG_LIBS)
+
+build-asan/python-exports.list: $(ASAN_OBJ) $(ASAN_PY_OBJ)
+	$(call exports_list,$(ASAN_PY_OBJ),$(ASAN_OBJ))
 
 build/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(HARDEN_CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) -DCOIL_PYTHON_OBJECT='"$(PY_SO)"' $(HARDEN_CFLAGS) $(PIC_CFLAGS) -MMD -MP -c -o $@ $<
 
 # The same tree built with clang, warnings as errors (make check builds it).
-coil-clang: $(CLANG_OBJ)
-	clang $(ALL_CFLAGS) $(HARDEN_CFLAGS) $(PIE_LDFLAGS) $(LDFLAGS) -o $@ $(CLANG_OBJ) $(PKG_LIBS)
+coil-clang: $(CLANG_OBJ) build-clang/python-exports.list | $(CLANG_PY_SO)
+	clang $(ALL_CFLAGS) $(HARDEN_CFLAGS) $(PIE_LDFLAGS) -Wl,--dynamic-list=build-clang/python-exports.list $(LDFLAGS) -o $@ $(CLANG_OBJ) $(PKG_LIBS)
+
+$(CLANG_PY_SO): $(CLANG_PY_OBJ) sandbox/python.map
+	clang $(ALL_CFLAGS) $(HARDEN_CFLAGS) $(PY_SO_LDFLAGS) $(LDFLAGS) -o $@ $(CLANG_PY_OBJ) $(PY_LIBS) $(PKG_LIBS)
+
+build-clang/python-exports.list: $(CLANG_OBJ) $(CLANG_PY_OBJ)
+	$(call exports_list,$(CLANG_PY_OBJ),$(CLANG_OBJ))
 
 build-clang/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
-	clang $(ALL_CFLAGS) $(HARDEN_CFLAGS) -MMD -MP -c -o $@ $<
+	clang $(ALL_CFLAGS) -DCOIL_PYTHON_OBJECT='"$(CLANG_PY_SO)"' $(HARDEN_CFLAGS) $(PIC_CFLAGS) -MMD -MP -c -o $@ $<
 
 build-asan/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(PIE_CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) -DCOIL_PYTHON_OBJECT='"$(ASAN_PY_SO)"' $(SAN_FLAGS) $(PIE_CFLAGS) $(PIC_CFLAGS) -MMD -MP -c -o $@ $<
 
+# Unit tests link every object, the Python ones too, into one executable.
 build/tests/%: tests/unit/%.c $(LIB_OBJ) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(HARDEN_CFLAGS) $(PIE_LDFLAGS) $(LDFLAGS) -Itests/unit -o $@ $< $(LIB_OBJ) $(PKG_LIBS)
+	$(CC) $(ALL_CFLAGS) $(HARDEN_CFLAGS) $(PIE_LDFLAGS) $(LDFLAGS) -Itests/unit -o $@ $< $(LIB_OBJ) $(PKG_LIBS) $(PY_LIBS)
 
 build-asan/tests/%: tests/unit/%.c $(ASAN_LIB_OBJ) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) $(LDFLAGS) -Itests/unit -o $@ $< $(ASAN_LIB_OBJ) $(PKG_LIBS)
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) $(LDFLAGS) -Itests/unit -o $@ $< $(ASAN_LIB_OBJ) $(PKG_LIBS) $(PY_LIBS)
 
 # ---- the gate's policy: sandbox/gate_policy.py compiled by Debian's
 # python3.11 (the interpreter coil embeds, so the marshal format matches)
@@ -89,7 +147,8 @@ build/sandbox/gate.o build-asan/sandbox/gate.o build-clang/sandbox/gate.o: build
 build/sandbox/gate.o build-asan/sandbox/gate.o build-clang/sandbox/gate.o: ALL_CFLAGS += -Ibuild/gen
 # ----
 
--include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d) $(CLANG_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(ASAN_LIB_OBJ:.o=.d) $(patsubst %.o,%.d,$(CLANG_OBJ) $(CLANG_PY_OBJ)) \
+         $(patsubst %.c,build/%.d,$(CMD_SRC)) $(patsubst %.c,build-asan/%.d,$(CMD_SRC))
 
 # ---- fuzzing: libFuzzer harnesses tests/fuzz/fuzz_<name>.c built by clang
 # with ASan+UBSan into build-fuzz/. `make fuzz FUZZ_SECONDS=N` runs each for
@@ -109,10 +168,10 @@ fuzz: deps
 
 build-fuzz/%.o: %.c
 	@mkdir -p $(dir $@)
-	clang $(ALL_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+	clang $(ALL_CFLAGS) -DCOIL_PYTHON_OBJECT='"$(PY_SO)"' $(FUZZ_SAN) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
 
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ) $(FUZZ_HDR)
-	clang $(ALL_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -Itests/fuzz -o $@ $< $(FUZZ_LIB_OBJ) $(PKG_LIBS)
+	clang $(ALL_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -Itests/fuzz -o $@ $< $(FUZZ_LIB_OBJ) $(PKG_LIBS) $(PY_LIBS)
 
 build-fuzz/sandbox/gate.o: build/gen/gate_policy.inc
 build-fuzz/sandbox/gate.o: ALL_CFLAGS += -Ibuild/gen
@@ -187,8 +246,12 @@ oast-demo: deps coil
 bench-vm: coil bundle
 	tests/vm/run.sh -- env $$(env | grep '^BENCH_' | tr '\n' ' ') tests/bench/vm.sh
 
+# The object goes to lib/coil/ beside bin/, where coil looks for it
+# (sandbox/python_load.h); not writable by group or others, or coil refuses
+# to load it.
 install: coil bundle
 	install -D -m 0755 coil $(DESTDIR)$(PREFIX)/bin/coil
+	install -D -m 0644 $(PY_SO) $(DESTDIR)$(PREFIX)/lib/coil/$(PY_SO)
 	install -D -m 0644 config.schema.json $(DESTDIR)$(PREFIX)/share/coil/config.schema.json
 	install -d $(DESTDIR)$(PREFIX)/share/coil/bundles/python
 	install -m 0644 bundles/python/config.json bundles/python/handler.py \
@@ -200,4 +263,5 @@ format:
 	clang-format -i $(LIB_SRC) $(CMD_SRC) $(wildcard runtime/*.h sandbox/*.h cmd/*.h) $(UNIT_SRC)
 
 clean:
-	rm -rf build build-asan build-clang coil coil-asan coil-clang tests/.build
+	rm -rf build build-asan build-clang coil coil-asan coil-clang tests/.build \
+	  $(PY_SO) $(ASAN_PY_SO) $(CLANG_PY_SO)

@@ -23,6 +23,7 @@
 #include "exit_codes.h"
 #include "log.h"
 #include "python_exit.h"
+#include "python_load.h"
 #include "serve_template.h"
 #include "serve_wire.h"
 
@@ -155,16 +156,21 @@ static void __attribute__((noreturn)) spawner_main(int sock) {
     struct spawn_rep r = {0};
     int ctrl = -1;
     if (q.op == SPAWN_START) {
+      struct coil_error err = {0};
+      /* Python is loaded here, in the spawner, before the first template is
+       * cloned from it (python_load.h); once, then cached. */
+      const struct python_api *py = python_load(&err);
       struct serve_template_setup s = {.opts = &q.opts};
       struct coil_create_opts o = {.root = state_root,
                                    .id = q.id,
                                    .bundle = q.bundle,
-                                   .prepare = serve_template_prepare,
+                                   .prepare = py ? py->serve_prepare : NULL,
                                    .prepare_arg = &s,
                                    .relay_fd = &ctrl};
-      struct coil_error err = {0};
       pid_t pid = 0;
-      if (container_create(&o, &pid, &err) < 0) {
+      if (!py) {
+        snprintf(r.msg, sizeof r.msg, "%s", err.msg);
+      } else if (container_create(&o, &pid, &err) < 0) {
         snprintf(r.msg, sizeof r.msg, "%s", err.msg);
       } else if (container_start(state_root, q.id, &err) < 0) {
         snprintf(r.msg, sizeof r.msg, "%s", err.msg);
@@ -181,7 +187,8 @@ static void __attribute__((noreturn)) spawner_main(int sock) {
             break;
           }
       }
-      serve_template_setup_free(&s);
+      if (py)
+        py->serve_setup_free(&s);
     } else if (q.op == SPAWN_DELETE) {
       spawner_delete(q.id, q.pid);
       for (size_t i = 0; i < 256; i++)

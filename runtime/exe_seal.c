@@ -37,8 +37,17 @@
   (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
 
 static char origin[PATH_MAX];
+/* exe_seal_ensure found this process protected: its own path is a handle's,
+ * and only what the unprotected coil passed on names the origin. */
+static bool protected_run;
 
-const char *exe_seal_origin(void) { return origin[0] ? origin : NULL; }
+const char *exe_seal_origin(void) {
+  if (!origin[0] && !protected_run) {
+    ssize_t n = readlink("/proc/self/exe", origin, sizeof origin - 1);
+    origin[n > 0 ? n : 0] = '\0';
+  }
+  return origin[0] ? origin : NULL;
+}
 
 static bool is_sealed(int fd) {
   int seals = fcntl(fd, F_GET_SEALS);
@@ -94,29 +103,32 @@ static int readonly_bind(int self) {
   return steal_fd(mnt);
 }
 
-/* A sealed memfd holding the bytes of src; returns its fd or -1. */
-static int sealed_copy(int src, struct coil_error *err) {
+/* A sealed memfd named name holding the bytes of src; returns its fd or -1
+ * with err naming what. */
+static int sealed_copy(int src, const char *name, const char *what,
+                       struct coil_error *err) {
   struct stat sb;
   if (fstat(src, &sb) < 0)
-    return coil_error_sys(err, errno, "sealed exe: fstat /proc/self/exe");
+    return coil_error_sys(err, errno, "%s: fstat", what);
   cleanup_close int fd =
-      memfd_create("coil", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+      memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
   /* Before Linux 6.3 there is no MFD_EXEC: every memfd is executable. */
   if (fd < 0 && errno == EINVAL)
-    fd = memfd_create("coil", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0)
     return coil_error_sys(err, errno,
                           errno == EACCES
-                              ? "sealed exe: memfd_create (executable memfds "
-                                "are refused: vm.memfd_noexec is 2)"
-                              : "sealed exe: memfd_create");
+                              ? "%s: memfd_create (executable memfds are "
+                                "refused: vm.memfd_noexec is 2)"
+                              : "%s: memfd_create",
+                          what);
   for (off_t done = 0; done < sb.st_size;) {
     ssize_t n = sendfile(fd, src, NULL, (size_t)(sb.st_size - done));
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
-      return coil_error_sys(err, n < 0 ? errno : EIO,
-                            "sealed exe: copy /proc/self/exe into a memfd");
+      return coil_error_sys(err, n < 0 ? errno : EIO, "%s: copy into a memfd",
+                            what);
     done += n;
   }
   /* No write bit: a reopen through /proc/PID/exe by anyone but host root
@@ -124,10 +136,10 @@ static int sealed_copy(int src, struct coil_error *err) {
    * pins the mode; it must go in before F_SEAL_SEAL, and an older kernel's
    * EINVAL costs nothing the write seals need. */
   if (fchmod(fd, 0555) < 0)
-    return coil_error_sys(err, errno, "sealed exe: fchmod");
+    return coil_error_sys(err, errno, "%s: fchmod", what);
   (void)fcntl(fd, F_ADD_SEALS, F_SEAL_EXEC);
   if (fcntl(fd, F_ADD_SEALS, REQUIRED_SEALS) < 0)
-    return coil_error_sys(err, errno, "sealed exe: F_ADD_SEALS");
+    return coil_error_sys(err, errno, "%s: F_ADD_SEALS", what);
   return steal_fd(fd);
 }
 
@@ -136,6 +148,7 @@ int exe_seal_ensure(char **argv, struct coil_error *err) {
   if (self < 0)
     return coil_error_sys(err, errno, "sealed exe: open /proc/self/exe");
   if (is_sealed(self) || is_detached_readonly(self)) {
+    protected_run = true;
     const char *o = getenv(ORIGIN_ENV);
     if (o && strlen(o) < sizeof origin)
       strcpy(origin, o);
@@ -157,11 +170,20 @@ int exe_seal_ensure(char **argv, struct coil_error *err) {
   cleanup_close int ro = readonly_bind(self);
   if (ro >= 0)
     execveat(ro, "", argv, environ, AT_EMPTY_PATH);
-  cleanup_close int copy = sealed_copy(self, err);
+  cleanup_close int copy = sealed_copy(self, "coil", "sealed exe", err);
   if (copy >= 0) {
     fexecve(copy, argv, environ);
     coil_error_sys(err, errno, "sealed exe: re-execute from the memfd");
   }
   unsetenv(ORIGIN_ENV);
   return -1;
+}
+
+int exe_seal_handle(int fd, const char *name, struct coil_error *err) {
+  int ro = readonly_bind(fd);
+  if (ro >= 0)
+    return ro;
+  char what[128];
+  snprintf(what, sizeof what, "sealed copy of %s", name);
+  return sealed_copy(fd, name, what, err);
 }

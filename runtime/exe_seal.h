@@ -17,8 +17,15 @@
  * binary's mount or seals decide: nothing in the environment can skip it. */
 int exe_seal_ensure(char **argv, struct coil_error *err);
 
-/* The path of the binary coil was started from: remembered across the
- * re-exec, for files installed next to it. NULL when unknown. */
+/* The path of the binary coil was started from, for files installed next
+ * to it: remembered across the re-exec; in a process that never called
+ * exe_seal_ensure, the running binary's own. NULL when unknown. */
 const char *exe_seal_origin(void);
+
+/* A handle on the file open at fd that nobody can make writable again, for
+ * a file coil maps into a container's init: a detached read-only bind mount
+ * of it or, where none can be made, a sealed memfd copy named name. Returns
+ * the new fd (close-on-exec), or -1 with err. */
+int exe_seal_handle(int fd, const char *name, struct coil_error *err);
 
 #endif

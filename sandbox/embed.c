@@ -4,14 +4,6 @@
 #include <stdio.h>
 #include <wchar.h>
 
-/* An ASan build must not report what the never-finalised interpreter holds
- * at exit (coil leaves with _exit or exit without Py_FinalizeEx): it is
- * referenced from pymalloc arenas, which LeakSanitizer does not scan. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void) {
-  return "leak:libpython3.11.so\n";
-}
-
 static int status_error(PyStatus st, const char *what, struct coil_error *err) {
   return coil_error_set(err, 0, "python: %s: %s%s%s", what,
                         st.func ? st.func : "", st.func ? ": " : "",

@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "error.h"
+#include "protocol_error.h"
 
 /* Reads all of fd (at most cap bytes) and parses it: strict UTF-8 and RFC
  * 8259 JSON, strings exactly as Python's json decodes them (\u0000 kept),
@@ -27,21 +28,5 @@ int protocol_read_request(int fd, size_t cap, PyObject **out,
  * (UTF-8 cannot encode it), or the envelope would exceed cap. */
 int protocol_write_result(int fd, PyObject *result, const char *out,
                           size_t out_len, size_t cap, struct coil_error *err);
-
-struct protocol_failure {
-  const char *type; /* GateViolation, Exception, Timeout, ... */
-  const char *message;
-  const char *exception; /* Python exception class, or NULL */
-  int line, col;         /* 0 when unknown */
-};
-
-/* Writes an error envelope; the message is cut between characters when
- * long and any byte that is not valid UTF-8 becomes U+FFFD, so the envelope
- * is always JSON. Never fails loudly. */
-void protocol_write_error(int fd, const struct protocol_failure *f,
-                          const char *out, size_t out_len);
-
-/* Same, but only async-signal-safe calls (for timer and CPU signals). */
-void protocol_write_error_raw(int fd, const char *type, const char *message);
 
 #endif

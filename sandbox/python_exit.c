@@ -6,7 +6,7 @@
 #include <sys/wait.h>
 
 #include "exit_codes.h"
-#include "protocol.h"
+#include "protocol_error.h"
 #include "signals.h"
 
 bool python_signal_ends_run(int sig) {

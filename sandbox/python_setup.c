@@ -13,6 +13,7 @@
 #include "layers.h"
 #include "log.h"
 #include "memory_bound.h"
+#include "python_load.h"
 #include "readall.h"
 
 static int read_code(const char *bundle, const char *path, char **out,
@@ -62,6 +63,11 @@ int python_setup_prepare(void *arg, struct coil_config *cfg, const char *bundle,
                                "sandbox.python: the bundle is not a Python "
                                "sandbox bundle")
               : 0;
+  /* Here, in the process init is cloned from: init inherits the mapping,
+   * and after its pivot_root the host's path is gone. */
+  const struct python_api *py = python_load(err);
+  if (!py)
+    return coil_error_prefix(err, "sandbox.python");
   size_t code_len = 0;
   if (ov && ov->code) {
     out->code = dup_bytes(ov->code, ov->code_len);
@@ -131,7 +137,7 @@ int python_setup_prepare(void *arg, struct coil_config *cfg, const char *bundle,
           sb->has_max_output ? (size_t)sb->max_output : PY_DEFAULT_MAX_OUTPUT,
   };
   *p = (struct coil_payload){
-      .run = python_mode_main,
+      .run = py->mode_main,
       .arg = &out->ctx,
       .keep_ids_and_caps = !layer_on(disabled, LAYER_CAPS),
       .no_pivot = !mountns,

@@ -19,6 +19,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.path.join(REPO, "tests", ".build")
 COIL = os.path.abspath(os.environ.get("COIL_BIN") or os.path.join(REPO, "coil"))
+# The shared object with the code that needs libpython, which COIL loads
+# from beside itself in the build tree (the Makefile names each build's).
+COIL_PYTHON = COIL + "-python.so"
 
 BUSYBOX = "/bin/busybox"
 # Per runner: two runners on one host must not take each other's mounts

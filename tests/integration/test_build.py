@@ -2,21 +2,22 @@
 
 The plain build (./coil, what `make install` installs) is checked in full
 whatever binary the suite runs against; the binary under test (COIL_BIN,
-possibly the ASan build, which cannot use FORTIFY) for what every build
-has: PIE, full RELRO and a non-executable stack."""
+possibly the ASan build, which cannot use FORTIFY) and its Python object for
+what every build has: PIE (the object: position-independent), full RELRO
+and a non-executable stack; and that only the object links libpython."""
 
 import os
 import struct
 
-from harness import COIL, REPO
+from harness import COIL, COIL_PYTHON, REPO
 
 ET_DYN = 3
 PT_DYNAMIC, PT_INTERP = 2, 3
 PT_GNU_STACK, PT_GNU_RELRO = 0x6474E551, 0x6474E552
 PF_X = 1
-DT_NULL, DT_FLAGS, DT_FLAGS_1 = 0, 30, 0x6FFFFFFB
+DT_NULL, DT_NEEDED, DT_FLAGS, DT_FLAGS_1 = 0, 1, 30, 0x6FFFFFFB
 DF_BIND_NOW, DF_1_NOW = 0x8, 0x1
-SHT_DYNSYM = 11
+SHT_DYNAMIC, SHT_DYNSYM = 6, 11
 SHN_UNDEF = 0
 
 
@@ -53,9 +54,12 @@ class Elf:
             out.append((tag, val))
         return out
 
-    def imports(self):
-        """Names of the undefined symbols of the dynamic symbol table."""
-        names = set()
+    def _string(self, strtab, off):
+        end = self.data.index(b"\0", strtab + off)
+        return self.data[strtab + off:end].decode()
+
+    def _dynsyms(self):
+        """(name, defined) of each named dynamic symbol."""
         for sh in self.sections:
             if sh[1] != SHT_DYNSYM:
                 continue
@@ -63,15 +67,28 @@ class Elf:
             for off in range(sh[4], sh[4] + sh[5], sh[9]):
                 name, _, _, shndx, _, _ = struct.unpack_from("<IBBHQQ",
                                                              self.data, off)
-                if shndx == SHN_UNDEF and name:
-                    end = self.data.index(b"\0", strtab + name)
-                    names.add(self.data[strtab + name:end].decode())
-        return names
+                if name:
+                    yield self._string(strtab, name), shndx != SHN_UNDEF
+
+    def imports(self):
+        """Names of the undefined symbols of the dynamic symbol table."""
+        return {n for n, defined in self._dynsyms() if not defined}
+
+    def exports(self):
+        """Names of the defined symbols of the dynamic symbol table."""
+        return {n for n, defined in self._dynsyms() if defined}
+
+    def needed(self):
+        """The libraries of the DT_NEEDED entries."""
+        sh = next(s for s in self.sections if s[1] == SHT_DYNAMIC)
+        strtab = self.sections[sh[6]][4]
+        return [self._string(strtab, v) for t, v in self.dynamic()
+                if t == DT_NEEDED]
 
 
-def _pie_relro_now_nx(path):
+def _pie_relro_now_nx(path, pie=True):
     elf = Elf(path)
-    assert elf.type == ET_DYN and elf.segment(PT_INTERP), (
+    assert elf.type == ET_DYN and (elf.segment(PT_INTERP) or not pie), (
         "%s is not a PIE (type %d)" % (path, elf.type))
     assert elf.segment(PT_GNU_RELRO), "%s has no PT_GNU_RELRO" % path
     dyn = elf.dynamic()
@@ -99,3 +116,22 @@ def test_plain_build_is_hardened():
 
 def test_binary_under_test_is_pie_relro_now():
     _pie_relro_now_nx(COIL)
+
+
+def test_executable_links_neither_python_nor_systemd():
+    # Every command would map and relocate them at start, twice with the
+    # re-exec: only the Python object links libpython, and the systemd
+    # cgroup driver loads libsystemd when it is used.
+    needed = Elf(COIL).needed()
+    for lib in ("libpython", "libsystemd"):
+        assert not [n for n in needed if n.startswith(lib)], (
+            "%s needs %s: %s" % (COIL, lib, needed))
+
+
+def test_python_object_is_hardened_and_exports_only_its_table():
+    assert os.path.isfile(COIL_PYTHON), "%s is missing: run make" % COIL_PYTHON
+    elf = _pie_relro_now_nx(COIL_PYTHON, pie=False)
+    assert [n for n in elf.needed() if n.startswith("libpython")], (
+        "%s does not link libpython" % COIL_PYTHON)
+    assert elf.exports() == {"coil_python_api"}, (
+        "%s exports %s" % (COIL_PYTHON, sorted(elf.exports())))

@@ -2,8 +2,9 @@
 
 import json
 import os
+import subprocess
 
-from harness import (check, coil, describe, new_bundle, new_id, new_root,
+from harness import (COIL, check, coil, describe, new_bundle, new_id, new_root,
                      place_rootfs, read_config, register_id, run, sh,
                      tmpdir, write_config)
 
@@ -49,6 +50,34 @@ def test_systemd_cgroup_without_a_bus_fails_cleanly():
     lines = [l for l in r.stderr.splitlines() if l.strip()]
     assert len(lines) == 1, describe(r)
     assert "--systemd-cgroup" in lines[0] and sock in lines[0], describe(r)
+    assert not os.path.exists(os.path.join(root, cid)), describe(r)
+
+
+def _run_without(wrap, root, *args):
+    """coil ARGS started under wrap (argv put in front)."""
+    return subprocess.run(wrap + [COIL, "--root", root] + list(args),
+                          stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_libsystemd_is_needed_only_by_the_systemd_cgroup_driver():
+    """coil loads libsystemd only for --systemd-cgroup: without the library
+    (here an empty file over it, in a private mount namespace) every other
+    run works, and the driver fails cleanly naming the library."""
+    lib = os.path.realpath("/usr/lib/x86_64-linux-gnu/libsystemd.so.0")
+    hide = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            'mount --bind /dev/null "$0" && exec "$@"', lib]
+    root = new_root()
+    b = new_bundle(["true"])
+    r = check(_run_without(hide, root, "run", "--bundle", b, new_id()))
+    assert r.stderr == "", describe(r)
+    cid = new_id()
+    r = _run_without(hide, root, "--systemd-cgroup", "run", "--bundle", b, cid)
+    assert r.returncode not in (0, 127, None), describe(r)
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1, describe(r)
+    assert "--systemd-cgroup" in lines[0], describe(r)
+    assert "libsystemd.so.0" in lines[0], describe(r)
     assert not os.path.exists(os.path.join(root, cid)), describe(r)
 
 

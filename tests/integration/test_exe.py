@@ -6,8 +6,11 @@ the user's code runs in that process, so their /proc/PID/exe is whatever
 file coil runs from. coil therefore runs create/run/py from the binary on a
 detached read-only bind mount (no mount namespace holds it, so nobody can
 make it writable again), or from a sealed memfd copy where it cannot mount.
-Each test runs a COPY of the binary under test from a temp dir, so an attack
-that works damages only the copy."""
+The same holds for coil's Python object (the code that needs libpython),
+which Python-mode init keeps mapped: it is mapped from such a handle too, and
+only when it is owned by root or the caller and writable by nobody else.
+Each test runs a COPY of the binary under test (and its object) from a temp
+dir, so an attack that works damages only the copy."""
 
 import hashlib
 import json
@@ -31,10 +34,13 @@ def _sha256(path):
 
 
 def _binary_copy():
-    """A copy of the coil under test in a fresh temp dir: (path, sha256)."""
+    """A copy of the coil under test in a fresh temp dir, with its Python
+    object beside it where it looks: (path, sha256)."""
     d = tmpdir()
     path = os.path.join(d, "coil")
     shutil.copy2(harness.COIL, path)
+    shutil.copy2(harness.COIL_PYTHON,
+                 os.path.join(d, os.path.basename(harness.COIL_PYTHON)))
     return path, _sha256(path)
 
 
@@ -307,12 +313,13 @@ def posix_module():
 """
 
 
-def _probe_exe(copy, wrap=()):
-    """Runs PROBE as the handler of `coil py` (the copy), with every layer
-    that would stop it before it reaches the exe switched off: the gate, the
-    audit hook, seccomp and Landlock; the mount namespace (the bundle has no
-    /proc); the user namespace and the capability drop, so it runs as host
-    root, which may write the host's binary. Returns what it found."""
+def _probe_exe(copy, wrap=(), probe=PROBE):
+    """Runs probe (PROBE) as the handler of `coil py` (the copy), with every
+    layer that would stop it before it reaches the exe switched off: the
+    gate, the audit hook, seccomp and Landlock; the mount namespace (the
+    bundle has no /proc); the user namespace and the capability drop, so it
+    runs as host root, which may write the host's binary. Returns what it
+    found."""
     cfg = harness.read_config(DEFAULT_BUNDLE)
     cfg["root"]["path"] = ROOTFS
     cfg["sandbox"]["disable"] = ["ast", "builtins", "audit", "seccomp",
@@ -320,7 +327,7 @@ def _probe_exe(copy, wrap=()):
     b = tmpdir()
     harness.write_config(b, cfg)
     code = POSIX + "\ndef handle(request):\n" + "".join(
-        "    " + line + "\n" for line in PROBE.strip().splitlines())
+        "    " + line + "\n" for line in probe.strip().splitlines())
     r = _run_copy(copy, new_root(), "py", "--bundle", b, "--request", "{}",
                   "--entry", "handle", "-c", code, wrap=wrap)
     assert r.returncode == 0, describe(r)
@@ -356,3 +363,100 @@ def test_read_only_mount_of_host_binary_is_not_trusted():
     assert _sha256(copy) == digest, "the host binary was rewritten: %r" % out
     assert out["link"] != copy, out
     _assert_protected(out)
+
+
+def _object_of(copy):
+    return os.path.join(os.path.dirname(copy),
+                        os.path.basename(harness.COIL_PYTHON))
+
+
+# Every mapping of the Python object (by the host file's device and inode,
+# or a memfd copy's name: the % arguments), and what writing it through
+# /proc/self/map_files gives (host root with CAP_SYS_ADMIN may open those).
+# Nothing else is touched: with every layer off, this is host root.
+MAPS_PROBE = """
+p = posix_module()
+f = p.open('/proc/self/maps', p.O_RDONLY)
+data = b''
+while True:
+    chunk = p.read(f, 65536)
+    if not chunk:
+        break
+    data += chunk
+p.close(f)
+out = {'mapped': [], 'writes': {}}
+for line in data.decode().splitlines():
+    parts = line.split(None, 5)
+    if len(parts) < 6:
+        continue
+    path = '/proc/self/map_files/' + parts[0]
+    try:
+        st = p.stat(path)
+    except OSError as e:
+        out.setdefault('stat', {})[parts[0] + ' ' + parts[5]] = e.errno
+        continue
+    if (st.st_dev, st.st_ino) != (%d, %d) and 'memfd:%s' not in parts[5]:
+        continue
+    out['mapped'].append(parts[5])
+    try:
+        w = p.open(path, p.O_WRONLY | p.O_APPEND)
+        try:
+            p.write(w, b'PWNED')
+            out['writes'][parts[0]] = 'written'
+        except OSError as e:
+            out['writes'][parts[0]] = e.errno
+    except OSError as e:
+        out['writes'][parts[0]] = e.errno
+return out
+"""
+
+
+def test_python_code_cannot_write_the_python_object_through_map_files():
+    copy, _ = _binary_copy()
+    obj = _object_of(copy)
+    digest = _sha256(obj)
+    st = os.stat(obj)
+    out = _probe_exe(copy, probe=MAPS_PROBE % (
+        st.st_dev, st.st_ino, os.path.basename(obj)))
+    assert _sha256(obj) == digest, "the host's object was rewritten: %r" % out
+    assert out["mapped"], "the Python object is not mapped: %r" % out
+    assert obj not in out["mapped"], out
+    assert "written" not in out["writes"].values(), out
+
+
+def test_python_object_is_refused_unless_only_root_or_the_caller_can_write_it():
+    # Loading code as root from a file someone else can change would hand
+    # them root: coil refuses, naming the file, before anything is made.
+    copy, _ = _binary_copy()
+    obj = _object_of(copy)
+    runs = ((("py", "--bundle", DEFAULT_BUNDLE, "-c", "print(1)"), 125),
+            (("check", "-"), 1))
+    for mode, uid, why in ((0o664, 0, "writable by its group"),
+                           (0o646, 0, "writable by others"),
+                           (0o644, 12345, "owned by uid 12345")):
+        os.chown(obj, uid, 0)
+        os.chmod(obj, mode)
+        for args, status in runs:
+            r = _run_copy(copy, new_root(), *args)
+            assert r.returncode == status, describe(r)
+            assert obj in r.stderr and why in r.stderr, describe(r)
+            assert "refusing to load it" in r.stderr, describe(r)
+    os.chown(obj, 0, 0)
+    os.chmod(obj, 0o644)
+    r = check(_run_copy(copy, new_root(), *runs[0][0]))
+    assert r.stdout == "1\n", describe(r)
+
+
+def test_generic_container_init_maps_neither_python_nor_systemd():
+    # A generic init is a clone of coil: it maps what coil maps. Only Python
+    # mode loads the Python object (and libpython), and only the systemd
+    # cgroup driver libsystemd.
+    root = new_root()
+    cid = new_id()
+    check(coil("create", "--bundle", new_bundle(["true"]), cid, root=root))
+    with open("/proc/%d/maps" % state(cid, root)["pid"]) as f:
+        maps = f.read()
+    check(coil("delete", "--force", cid, root=root))
+    for lib in ("libpython", "-python.so", "libsystemd"):
+        assert lib not in maps, "%s is mapped in a generic init:\n%s" % (
+            lib, maps)
