@@ -654,6 +654,9 @@ def test_serve_templates_do_not_run_from_the_host_binary():
     d = harness.tmpdir()
     copy = os.path.join(d, "coil")
     shutil.copy2(harness.COIL, copy)
+    # Its Python object goes beside it, where coil looks for it.
+    shutil.copy2(harness.COIL_PYTHON,
+                 os.path.join(d, os.path.basename(harness.COIL_PYTHON)))
     with Server([tenant("t1", UID_T1)], binary=copy,
                 bundle=DEFAULT_BUNDLE) as s:
         tpid = s.templates()["t1"]
