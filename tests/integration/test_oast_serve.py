@@ -13,6 +13,7 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import time
 
 import harness
@@ -171,3 +172,25 @@ def test_oast_demo_runs_serve_and_stops_clean():
     assert not left, "processes of the demo's coil serve left: %s" % left
     cgroups = harness.cgroup_dirs(substrings=("serve-%d-" % serve_pid,))
     assert not cgroups, "cgroups left: %s" % sorted(cgroups)
+
+
+def test_oast_demo_serve_config_matches_listener_config():
+    """oast/serve.json gives each tenant of oast/config.json the listener's
+    concurrency, timeout and memory, and its own uid/gid."""
+    if harness.REPO not in sys.path:
+        sys.path.insert(0, harness.REPO)
+    from oast import config
+    cfg = config.load(os.path.join(harness.REPO, "oast", "config.json"))
+    with open(os.path.join(harness.REPO, "oast", "serve.json")) as f:
+        serve = {t["name"]: t for t in json.load(f)["tenants"]}
+    assert sorted(serve) == sorted(cfg["tenants"])
+    ids = set()
+    for name, t in cfg["tenants"].items():
+        lim, got = t["limits"], serve[name]["limits"]
+        assert (got["in_flight"], got["queue"]) == \
+            (lim["max_inflight"], lim["max_queue"]), name
+        assert (got["timeout_ms"], got["memory_mb"]) == \
+            (lim["timeout_ms"], lim["memory_mb"]), name
+        assert serve[name]["allow"] == {"uids": [0]}, name
+        ids |= {serve[name]["uid"], serve[name]["gid"]}
+    assert 0 not in ids and len(ids) == len(serve)
