@@ -236,7 +236,8 @@ bench: coil
 	tests/bench/oast_bench.sh
 
 # The OAST listener on loopback (DNS 127.0.0.1:5353, HTTP 127.0.0.1:8053),
-# tenants t1 and t2 of oast/config.json; docs/oast.md. Ctrl-C stops it.
+# tenants t1 and t2 of oast/config.json, calling a coil serve (oast/serve.json)
+# the demo starts; docs/oast.md. Ctrl-C stops both.
 oast-demo: deps coil
 	@[ -d bundles/python/rootfs/usr/lib/python3.11 ] || $(MAKE) bundle
 	/usr/bin/python3 oast/demo.py

@@ -4,8 +4,9 @@ the same listener answering from a static zone (no handler: the ceiling).
 
 Run by tests/bench/oast_bench.sh from the repository root, as root.
 Environment: OAST_BENCH_SECONDS (per phase, default 20), OAST_BENCH_BACKEND
-(py, the default, or serve), OAST_BENCH_SERVE_SOCKET (coil serve's socket,
-for serve), OAST_BENCH_OUTSTANDING (dnsperf -q of the handler phase).
+(serve, the default: a private `coil serve` started with oast/serve_proc.py
+as `make oast-demo` does; or py), OAST_BENCH_OUTSTANDING (dnsperf -q of the
+handler phase).
 Exit status 0 whatever the numbers; 1 when the listener or dnsperf failed,
 or an answer was wrong (a timing of wrong answers is worthless)."""
 
@@ -19,9 +20,11 @@ import sys
 import tempfile
 
 REPO = os.path.abspath(os.getcwd())
+sys.path.insert(0, REPO)
+from oast import serve_proc  # noqa: E402
+
 SECONDS = int(os.environ.get("OAST_BENCH_SECONDS", "20"))
-BACKEND = os.environ.get("OAST_BENCH_BACKEND", "py")
-SOCKET = os.environ.get("OAST_BENCH_SERVE_SOCKET", "/run/coil/serve.sock")
+BACKEND = os.environ.get("OAST_BENCH_BACKEND", "serve")
 # Queries dnsperf keeps outstanding: the static phase always 100; the
 # handler phase by default 4 with the py backend (two slots and a short
 # queue: more only measures how fast the listener answers SERVFAIL to a
@@ -29,13 +32,14 @@ SOCKET = os.environ.get("OAST_BENCH_SERVE_SOCKET", "/run/coil/serve.sock")
 OUTSTANDING = os.environ.get("OAST_BENCH_OUTSTANDING",
                              "4" if BACKEND == "py" else "100")
 WANT = {"static": "192.0.2.53", "handler": "198.51.100.1"}
+INFLIGHT = 2 if BACKEND == "py" else 8
+QUEUE = 64 if BACKEND == "py" else 128
 
 
 def bench_config():
     return {
         "defaults": {"timeout_ms": 2000, "queue_ms": 1000, "memory_mb": 64,
-                     "max_inflight": 2 if BACKEND == "py" else 8,
-                     "max_queue": 64 if BACKEND == "py" else 128,
+                     "max_inflight": INFLIGHT, "max_queue": QUEUE,
                      "log_per_s": 1},
         "tenants": {"t1": {
             "zones": ["t1.oast.test"],
@@ -46,6 +50,14 @@ def bench_config():
                         {"type": "A", "value": WANT["static"], "ttl": 60}]}}},
         }},
     }
+
+
+def serve_config():
+    """coil serve's tenant t1 with the listener's concurrency and limits."""
+    return {"tenants": [{
+        "name": "t1", "uid": 300012, "gid": 300012, "allow": {"uids": [0]},
+        "limits": {"timeout_ms": 2000, "memory_mb": 64, "in_flight": INFLIGHT,
+                   "queue": QUEUE}}]}
 
 
 def percentile(sorted_vals, p):
@@ -96,14 +108,21 @@ def main():
     cfg = os.path.join(d, "config.json")
     with open(cfg, "w") as f:
         json.dump(bench_config(), f)
+    coil = os.path.join(REPO, "coil")
     argv = ["/usr/bin/python3", os.path.join(REPO, "oast", "listener.py"),
             "--config", cfg, "--backend", BACKEND, "--dns", "127.0.0.1:0",
-            "--coil", os.path.join(REPO, "coil"), "--coil-root", os.path.join(d, "root")]
-    if BACKEND == "serve":
-        argv += ["--serve-socket", SOCKET]
+            "--coil", coil, "--coil-root", os.path.join(d, "root")]
+    serve = None
+    p = None
     err = open(os.path.join(d, "listener.err"), "w")
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err)
     try:
+        if BACKEND == "serve":
+            scfg = os.path.join(d, "serve.json")
+            with open(scfg, "w") as f:
+                json.dump(serve_config(), f)
+            serve = serve_proc.start(coil, scfg, os.path.join(d, "serve.err"))
+            argv += ["--serve-socket", serve.socket]
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err)
         ready, _, _ = select.select([p.stdout], [], [], 60)
         line = p.stdout.readline() if ready else b""
         if not line:
@@ -137,8 +156,11 @@ def main():
         print("oast bench: %s" % e, file=sys.stderr)
         return 1
     finally:
-        p.send_signal(signal.SIGTERM)
-        p.wait(timeout=60)
+        if p is not None:
+            p.send_signal(signal.SIGTERM)
+            p.wait(timeout=60)
+        if serve is not None:
+            serve.stop()
         err.close()
         shutil.rmtree(d, ignore_errors=True)
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make bench` (second part): the OAST listener under dnsperf, handler
-# answers through coil beside a static zone. See tests/bench/oast_bench.py
-# for the environment (OAST_BENCH_SECONDS shortens a run).
+# answers through coil (a private coil serve by default) beside a static
+# zone. See tests/bench/oast_bench.py for the environment
+# (OAST_BENCH_SECONDS shortens a run, OAST_BENCH_BACKEND=py measures coil py).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if [ "$(id -u)" != 0 ]; then
