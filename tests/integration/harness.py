@@ -792,24 +792,29 @@ def _remove_cgroup(d):
     raise AssertionError("cannot remove %s" % d)
 
 
-def capped_run(argv, cap=2 << 30, timeout=60):
-    """Runs argv (coil: give --root yourself) in a fresh v1 memory cgroup
-    below the test's own, capped at cap bytes so a memory regression cannot
-    eat the machine. A container's cgroup nests below it. Returns
-    (CompletedProcess with text output, peak bytes of the whole tree); the
-    cgroup is gone afterwards."""
+def capped_cgroup(cap=2 << 30):
+    """A fresh v1 memory cgroup below the test's own, capped at cap bytes so
+    a memory regression cannot eat the machine, removed after the test:
+    (its path, a preexec_fn that moves the new process into it)."""
     d = "%s/coil-test-capped-%d-%d" % (_own_memory_cgroup(), os.getpid(),
                                        time.monotonic_ns())
     os.mkdir(d)
     on_cleanup(lambda: _remove_cgroup(d) if os.path.isdir(d) else None)
+    with open(d + "/memory.limit_in_bytes", "w") as f:
+        f.write(str(cap))
+
+    def enter():
+        with open(d + "/cgroup.procs", "w") as f:
+            f.write("0")
+    return d, enter
+
+
+def capped_run(argv, cap=2 << 30, timeout=60):
+    """Runs argv (coil: give --root yourself) in a capped_cgroup. A
+    container's cgroup nests below it. Returns (CompletedProcess with text
+    output, peak bytes of the whole tree); the cgroup is gone afterwards."""
+    d, enter = capped_cgroup(cap)
     try:
-        with open(d + "/memory.limit_in_bytes", "w") as f:
-            f.write(str(cap))
-
-        def enter():
-            with open(d + "/cgroup.procs", "w") as f:
-                f.write("0")
-
         argv = [str(a) for a in argv]
         try:
             r = subprocess.run(argv, stdin=subprocess.DEVNULL,

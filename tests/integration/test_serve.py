@@ -49,8 +49,10 @@ def layer_bundle(disable):
 class Server:
     """A coil serve for one test, stopped (SIGTERM) when the with ends."""
 
-    def __init__(self, tenants, env=None, metrics=False, binary=None, **top):
+    def __init__(self, tenants, env=None, metrics=False, binary=None,
+                 preexec=None, **top):
         self.binary = binary or harness.COIL
+        self.preexec = preexec
         self.dir = harness.tmpdir()
         self.root = harness.new_root()
         self.sock = os.path.join(self.dir, "serve.sock")
@@ -73,7 +75,8 @@ class Server:
         e.update(self.env or {})
         self.log = open(self.logpath, "w+")
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
-                                     stdout=self.log, stderr=self.log, env=e)
+                                     stdout=self.log, stderr=self.log, env=e,
+                                     preexec_fn=self.preexec)
         harness.note_pid(self.proc.pid)
         harness.on_cleanup(self.kill)
         try:
@@ -693,6 +696,49 @@ def test_serve_config_errors():
         assert r.returncode == 1 and len(lines) == 1 and field in lines[0], \
             (cfg, describe(r))
         assert not os.path.exists(sock)
+
+
+# ---------------------------------------------------------------- memory
+
+def test_serve_memory_bombs_stopped_by_either_bound_alone():
+    """Memory is bounded twice on the warm path as under coil py: with the
+    cgroup layer off each execution's RLIMIT_DATA stops every bomb, with the
+    rlimit-memory layer off the tenant's cgroup does. Each ends as
+    MemoryLimit, and the host memory the whole server tree took (measured
+    from a capped cgroup serve runs in) grows by no more than that bound
+    plus headroom. The plain product binary serves: the ASan build has no
+    RLIMIT_DATA (test_python_limits.py says why)."""
+    import test_python_limits as lim
+    d, enter = harness.capped_cgroup()
+    rl_limit, cg_limit = 64 << 20, 160 << 20
+    tenants = [
+        tenant("rl", UID_T1, bundle=layer_bundle(["cgroup"]),
+               limits={"memory_mb": rl_limit >> 20, "timeout_ms": 30000}),
+        tenant("cg", UID_T2, bundle=layer_bundle(["rlimit-memory"]),
+               limits={"timeout_ms": 30000},
+               cgroup={"memory_mb": cg_limit >> 20}),
+    ]
+    bad = []
+
+    def cg_file(name, value=None):
+        with open(os.path.join(d, name), "w" if value else "r") as f:
+            return f.write(value) if value else int(f.read())
+
+    with Server(tenants, binary=lim.PLAIN_COIL, preexec=enter) as s:
+        for t, bound in (("rl", rl_limit), ("cg", cg_limit)):
+            for name, code in lim.BOMBS:
+                cg_file("memory.max_usage_in_bytes", "0")
+                base = cg_file("memory.usage_in_bytes")
+                with s.client(t) as c:
+                    env = c.call(code=lim.handler(code))
+                grew = cg_file("memory.max_usage_in_bytes") - base
+                etype = ((env or {}).get("error") or {}).get("type")
+                if etype != "MemoryLimit":
+                    bad.append("%s, tenant %s: %r" % (name, t, env))
+                if grew >= bound + (32 << 20):
+                    bad.append("%s, tenant %s: grew %d MiB, bound %d MiB" % (
+                        name, t, grew >> 20, bound >> 20))
+    assert not bad, "\n".join(bad)
 
 
 # ---------------------------------------------------------------- attacks
