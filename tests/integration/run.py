@@ -31,7 +31,7 @@ def comment(text):
         print("# " + line)
 
 
-def collect(patterns, where):
+def collect(patterns, where, skips=()):
     tests = []
     for path in sorted(glob.glob(os.path.join(where, "test_*.py"))):
         name = os.path.splitext(os.path.basename(path))[0]
@@ -51,6 +51,8 @@ def collect(patterns, where):
             tid = "%s::%s" % (os.path.basename(path), n)
             if patterns and not any(p in tid for p in patterns):
                 continue
+            if any(s in tid for s in skips):
+                continue
             tests.append((tid, f, None))
     return tests
 
@@ -59,6 +61,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-k", dest="patterns", action="append", default=[],
                     help="only tests whose file::name contains this (repeatable: any)")
+    ap.add_argument("--skip", dest="skips", action="append", default=[],
+                    help="leave out tests whose file::name contains this (repeatable)")
     ap.add_argument("--coil", default=None, help="coil binary under test")
     ap.add_argument("-v", action="store_true", help="print each test's time")
     ap.add_argument("--dir", default=HERE,
@@ -80,7 +84,7 @@ def main():
         return 1
 
     harness.rootfs()
-    tests = collect(opts.patterns, os.path.abspath(opts.dir))
+    tests = collect(opts.patterns, os.path.abspath(opts.dir), opts.skips)
     print("1..%d" % len(tests))
     comment("coil: %s" % harness.COIL)
     baseline = harness.Baseline()
