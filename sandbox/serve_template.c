@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "caps.h"
 #include "embed.h"
 #include "exit_codes.h"
 #include "gate.h"
@@ -438,6 +439,11 @@ static void serve_template_main(void *arg, int start_conn) {
   /* Every helper and codec now, once: no child imports anything. */
   if (guest_preimport(gate_helper_names, gate_n_helper_names, true, &err) < 0)
     die("helpers", err.msg);
+  /* Every child would drop the same capabilities from its bounding set,
+   * one prctl and credential copy each: drop them here once. */
+  if (layer_on(s->disabled, LAYER_CAPS) &&
+      caps_drop_bounding(&s->caps, &err) < 0)
+    die("capabilities", err.msg);
   fresh_tmp = layer_on(s->disabled, LAYER_MOUNTNS) &&
               !(layer_on(s->disabled, LAYER_LANDLOCK) && landlock_abi() > 0);
   if (layer_on(s->disabled, LAYER_SECCOMP) &&
