@@ -240,9 +240,20 @@ static int set_ambient(uint64_t ambient, struct coil_error *err) {
   return 0;
 }
 
-int caps_apply(const struct coil_caps *c, struct coil_error *err) {
+static const uint64_t *configured_sets(const struct coil_caps *c) {
   static const uint64_t none[COIL_CAP_SET_COUNT];
-  const uint64_t *sets = c->configured ? c->sets : none;
+  return c->configured ? c->sets : none;
+}
+
+int caps_drop_bounding(const struct coil_caps *c, struct coil_error *err) {
+  if (raise_effective(err) < 0 ||
+      drop_bounding(configured_sets(c)[COIL_CAP_BOUNDING], err) < 0)
+    return -1;
+  return 0;
+}
+
+int caps_apply(const struct coil_caps *c, struct coil_error *err) {
+  const uint64_t *sets = configured_sets(c);
   if (raise_effective(err) < 0 ||
       drop_bounding(sets[COIL_CAP_BOUNDING], err) < 0 ||
       set_proc(sets, err) < 0)

@@ -37,4 +37,10 @@ int caps_switch_ids(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups,
  * capabilities are dropped. */
 int caps_apply(const struct coil_caps *c, struct coil_error *err);
 
+/* caps_apply's bounding-set step alone, ahead of time: the bounding set
+ * limits only what execve can grant, so a process that keeps working with
+ * its effective set (a serve template) can shed it once for all the
+ * children it forks, whose caps_apply then finds nothing left to drop. */
+int caps_drop_bounding(const struct coil_caps *c, struct coil_error *err);
+
 #endif

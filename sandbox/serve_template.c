@@ -18,10 +18,12 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "caps.h"
 #include "embed.h"
 #include "exit_codes.h"
 #include "gate.h"
 #include "guest.h"
+#include "landlock.h"
 #include "layers.h"
 #include "lockdown.h"
 #include "log.h"
@@ -148,6 +150,11 @@ static size_t cache_next;
 static struct child children[MAX_CHILDREN];
 static PyObject *sha256_fn;
 static struct lockdown_filters filters; /* compiled once for every child */
+/* Each child mounts an empty /tmp of its own only where an execution could
+ * write one: with Landlock in force no child writes anywhere (stage 1 is
+ * read-only from before the request is read), so there is nothing of a
+ * previous execution to hide and the mount and its teardown are saved. */
+static bool fresh_tmp;
 
 static void __attribute__((noreturn)) die(const char *what, const char *msg) {
   dprintf(2, "coil: serve template: %s: %s\n", what, msg);
@@ -252,8 +259,8 @@ run_child(const struct serve_template_setup *s, const struct serve_job *j,
   if (dup2(fds[SERVE_FD_OUT], 1) < 0 || dup2(fds[SERVE_FD_REQUEST], 0) < 0)
     _exit(PY_EXIT_COIL);
   /* An empty /tmp of its own: nothing a previous execution wrote there
-   * (possible only with Landlock off, in the layer tests) can be read. */
-  if (layer_on(s->disabled, LAYER_MOUNTNS) &&
+   * (possible only with Landlock off) can be read. */
+  if (fresh_tmp &&
       mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
             "size=16m,mode=1777") < 0) {
     struct protocol_failure f = {.type = "Exception",
@@ -432,6 +439,13 @@ static void serve_template_main(void *arg, int start_conn) {
   /* Every helper and codec now, once: no child imports anything. */
   if (guest_preimport(gate_helper_names, gate_n_helper_names, true, &err) < 0)
     die("helpers", err.msg);
+  /* Every child would drop the same capabilities from its bounding set,
+   * one prctl and credential copy each: drop them here once. */
+  if (layer_on(s->disabled, LAYER_CAPS) &&
+      caps_drop_bounding(&s->caps, &err) < 0)
+    die("capabilities", err.msg);
+  fresh_tmp = layer_on(s->disabled, LAYER_MOUNTNS) &&
+              !(layer_on(s->disabled, LAYER_LANDLOCK) && landlock_abi() > 0);
   if (layer_on(s->disabled, LAYER_SECCOMP) &&
       lockdown_compile(&filters, &err) < 0)
     die("seccomp", err.msg);

@@ -51,6 +51,7 @@ RSS_RUNS = int(os.environ.get("BENCH_RSS_RUNS", "5"))
 TIMEOUT = float(os.environ.get("BENCH_TIMEOUT", "60"))
 SEED = os.environ.get("BENCH_SEED")
 SERVE_CALLS = int(os.environ.get("BENCH_SERVE_CALLS", "200"))
+TENANT_UID = 390000
 SERVE_SECONDS = float(os.environ.get("BENCH_SERVE_SECONDS", "3"))
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -157,12 +158,18 @@ class Candidate:
         """argv that needs no preexec step."""
         return self.argv()
 
+    def wrap_preexec(self):
+        """The preexec step a wrapped run keeps (the wrapper must still be
+        reachable after it)."""
+        return None
+
     def run(self, wrap=None):
         """One checked execution; wrap(argv) -> argv runs it under another
         command (e.g. /usr/bin/time) with no preexec step."""
         self.seq += 1
         if wrap:
-            ex = Execution(wrap(self.plain_argv()), self.stdin(), None)
+            ex = Execution(wrap(self.plain_argv()), self.stdin(),
+                           self.wrap_preexec())
         else:
             ex = Execution(self.argv(), self.stdin(), self.preexec)
         if ex.rc != 0 or ex.timed_out:
@@ -276,6 +283,9 @@ class Oci(Candidate):
             json.dump(cfg, f, indent=1)
         self.prefix = "bench-%d-%s-" % (os.getpid(), self.tool)
 
+    def wrap_preexec(self):
+        return self.preexec
+
     def argv(self):
         return ([self.bin, "--root", self.state] + self.run_flags +
                 ["run", "--bundle", self.bundle, "%s%d" % (self.prefix, self.seq)])
@@ -358,7 +368,7 @@ class Serve:
         cfg = os.path.join(d, "serve.json")
         with open(cfg, "w") as f:
             json.dump({"tenants": [{
-                "name": "bench", "uid": 390000, "gid": 390000,
+                "name": "bench", "uid": TENANT_UID, "gid": TENANT_UID,
                 "allow": {"uids": [0]},
                 "limits": {"in_flight": 8, "queue": 64},
                 "cgroup": {"cpu_millis": 2000, "pids": 256,
@@ -443,6 +453,68 @@ class Serve:
             raise BenchError("throughput run failed: %s" % errors[0])
         return sum(counts) / (time.perf_counter() - t0)
 
+    def template_pid(self):
+        """The tenant's template: the shallowest process below the server
+        running as the tenant's uid (at idle it has no children)."""
+        parent, uid = {}, {}
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open("/proc/%s/status" % d) as f:
+                    st = dict(l.split(":", 1) for l in f if ":" in l)
+            except OSError:
+                continue
+            parent[int(d)] = int(st["PPid"])
+            uid[int(d)] = int(st["Uid"].split()[0])
+
+        def depth(pid):
+            n = 0
+            while pid in parent and pid != self.proc.pid:
+                pid, n = parent[pid], n + 1
+            return n if pid == self.proc.pid else None
+
+        found = [(depth(p), p) for p, u in uid.items()
+                 if u == TENANT_UID and depth(p) is not None]
+        if not found:
+            raise BenchError("coil serve: no template process found")
+        return min(found)[1]
+
+    def memory_cgroup(self, pid):
+        """The template's memory cgroup files: (usage, peak, peak resettable)."""
+        with open("/proc/%d/cgroup" % pid) as f:
+            lines = [l.rstrip("\n").split(":", 2) for l in f]
+        for _, ctrl, path in lines:
+            if "memory" in ctrl.split(","):
+                d = "/sys/fs/cgroup/memory" + path
+                return (d + "/memory.usage_in_bytes",
+                        d + "/memory.max_usage_in_bytes", True)
+        for _, ctrl, path in lines:
+            if ctrl == "":
+                for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+                    d = root + path
+                    if os.path.exists(d + "/memory.peak"):
+                        return d + "/memory.current", d + "/memory.peak", False
+        return None
+
+    def idle_memory(self):
+        pid = self.template_pid()
+        kb = {}
+        with open("/proc/%d/smaps_rollup" % pid) as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k in ("Rss", "Pss", "Private_Dirty"):
+                    kb[k] = int(v.split()[0])
+        self.cg = self.memory_cgroup(pid)
+        self.lines.append(
+            "idle template (pid %d): RSS %.1f MB, PSS %.1f MB, private dirty "
+            "%.1f MB" % (pid, kb["Rss"] / 1024, kb["Pss"] / 1024,
+                         kb["Private_Dirty"] / 1024))
+
+    def read_bytes(self, path):
+        with open(path) as f:
+            return int(f.read())
+
     def throughput(self):
         bare = self.bench.cands[1]
 
@@ -457,17 +529,32 @@ class Serve:
             if ex.rc != 0 or json.loads(ex.stdout) != self.bench.expected:
                 raise BenchError("bare python failed:\n" + ex.describe())
 
+        per_exec = []
         for n in (4, 8):
+            if self.cg:
+                idle = self.read_bytes(self.cg[0])
+                if self.cg[2]:
+                    with open(self.cg[1], "w") as f:
+                        f.write("0")
             warm = self.rate(n, serve_one)
+            if self.cg and (self.cg[2] or n == 4):
+                peak = self.read_bytes(self.cg[1])
+                per_exec.append("%d in flight %.2f MB" % (
+                    n, max(0, peak - idle) / n / (1 << 20)))
             cold = self.rate(n, bare_one)
             self.lines.append(
                 "throughput, %d in flight: serve %7.1f/s, bare python cold "
                 "%6.1f/s (serve/bare %.1fx)" % (n, warm, cold, warm / cold))
+        self.lines.append(
+            "memory per execution in flight (template cgroup's peak over "
+            "idle / n): " + (", ".join(per_exec) if per_exec else
+                             "n/a (no memory cgroup)"))
 
     def run(self):
         if SERVE_CALLS <= 0:
             return
         self.start()
+        self.idle_memory()
         self.latency()
         self.throughput()
 
@@ -478,10 +565,14 @@ class Serve:
         print("warm path: coil serve (one tenant), tests/bench/handler.py")
         for line in self.lines:
             print(line)
-        for c in self.bench.cands[:2]:
+        for c in self.bench.cands:
             if c.times:
                 print("%-22s p50 %7.2f ms   (cold, from the table above)" % (
                     c.name + " cold", statistics.median(c.times) * 1000))
+        if self.bench.rss_kb:
+            print("cold max RSS per execution: " + ", ".join(
+                "%s %.1f MB" % (n, v / 1024)
+                for n, v in self.bench.rss_kb.items()))
 
     def cleanup(self):
         if self.proc and self.proc.poll() is None:
@@ -589,6 +680,7 @@ class Bench:
         of BENCH_RSS_RUNS untimed runs. Not for bwrap: there the interpreter's
         usage does not reach time (it reports bwrap's own ~2 MB)."""
         self.rss_lines = []
+        self.rss_kb = {}
         tool = "/usr/bin/time"
         if RSS_RUNS <= 0:
             return
@@ -598,18 +690,20 @@ class Bench:
             return
         out = os.path.join(self.tmp, "rss")
         kb = {}
-        for c in self.cands[:2]:
+        for c in [self.cands[0], self.cands[1]] + self.cands[3:]:
+            if c.unavailable:
+                continue
             vals = []
             for _ in range(RSS_RUNS):
                 c.run(wrap=lambda argv: [tool, "-f", "%M", "-o", out] + argv)
                 with open(out) as f:
                     vals.append(int(f.read().split()[-1]))
             kb[c.name] = statistics.median(vals)
+        self.rss_kb = kb
         self.rss_lines.append(
-            "max RSS (median of %d runs, /usr/bin/time %%M): coil %.1f MB, "
-            "bare python %.1f MB (coil/bare %.2f)" % (
-                RSS_RUNS, kb["coil"] / 1024, kb["bare python"] / 1024,
-                kb["coil"] / kb["bare python"]))
+            "max RSS (median of %d runs, /usr/bin/time %%M): " % RSS_RUNS +
+            ", ".join("%s %.1f MB" % (n, v / 1024) for n, v in kb.items()) +
+            " (coil/bare %.2f)" % (kb["coil"] / kb["bare python"]))
 
     def report(self):
         def q(xs, p):

@@ -440,6 +440,35 @@ def test_serve_no_request_sees_a_previous_ones_data():
             assert env.get("ok") and env["result"] == [], env
 
 
+TMP_WRITE = """
+import os
+def handle(r):
+    for path in ("/tmp/left-behind", "/tmp"):
+        try:
+            if path == "/tmp":
+                os.mkdir("/tmp/left-dir")
+            else:
+                open(path, "w").close()
+            return "written " + path
+        except OSError as e:
+            if e.errno not in (1, 13, 30):
+                return "unexpected %r" % (e,)
+    return "denied"
+"""
+
+
+def test_serve_landlock_keeps_every_request_from_writing_tmp():
+    """Children share the template's /tmp when Landlock is in force (no
+    fresh tmpfs per execution then): that is safe only while no execution
+    can write there. With every other in-process layer off, so the handler
+    has real Python, creating a file or a directory in /tmp is denied."""
+    b = layer_bundle(["ast", "builtins", "audit", "seccomp"])
+    with Server([tenant("t1", UID_T1, bundle=b)]) as s, s.client("t1") as c:
+        for _ in range(2):
+            env = c.call(code=TMP_WRITE, request={})
+            assert env.get("ok") and env["result"] == "denied", env
+
+
 # ---------------------------------------------------------------- tenants
 
 def test_serve_hostile_tenant_does_not_disturb_another():

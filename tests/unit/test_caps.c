@@ -204,6 +204,45 @@ static void test_apply(void) {
          "sets absent from the config are empty");
 }
 
+/* A serve template: the bounding set dropped ahead, the other sets kept;
+ * caps_apply in a later child then ends as it would have alone. */
+static int child_bounding_ahead(const void *arg, char *out, size_t len) {
+  struct coil_error err = {0};
+  char start[256], ahead[256], after[256];
+  own_caps(start, sizeof start);
+  if (caps_drop_bounding(arg, &err) < 0) {
+    snprintf(out, len, "%s", err.msg);
+    return 1;
+  }
+  own_caps(ahead, sizeof ahead);
+  if (caps_apply(arg, &err) < 0) {
+    snprintf(out, len, "%s", err.msg);
+    return 1;
+  }
+  own_caps(after, sizeof after);
+  /* Permitted and effective as at the start: from "Prm=" to " Bnd=". */
+  const char *a = strstr(start, "Prm="), *b = strstr(ahead, "Prm=");
+  size_t n = (size_t)(strstr(start, " Bnd=") - a);
+  snprintf(out, len, "%s %s | %s", strncmp(a, b, n) == 0 ? "kept" : "changed",
+           strstr(ahead, "Bnd="), after);
+  return 0;
+}
+
+static void test_drop_bounding_ahead(void) {
+  struct coil_process p = caps_process();
+  p.caps[COIL_CAP_BOUNDING] = (struct coil_strv)STRV("CAP_CHOWN", "CAP_KILL");
+  struct coil_strv chown_only = STRV("cap_chown");
+  for (int s = COIL_CAP_EFFECTIVE; s < COIL_CAP_SET_COUNT; s++)
+    p.caps[s] = chown_only;
+  struct coil_caps c;
+  struct coil_error err = {0};
+  ok(caps_parse(&p, &c, &err) == 0, "parses CAP_CHOWN everywhere");
+  char seen[2048];
+  run_child(child_bounding_ahead, &c, seen, sizeof seen);
+  is_str(seen, "kept Bnd=21 Amb=0 | Inh=1 Prm=1 Eff=1 Bnd=21 Amb=1",
+         "only the bounding set shrinks ahead; caps_apply then as alone");
+}
+
 /* The way init runs it: setuid to an unprivileged id with KEEPCAPS, apply,
  * execve. Only ambient capabilities survive the execve of a plain binary. */
 static int child_ambient(const void *arg, char *out, size_t len) {
@@ -348,6 +387,7 @@ int main(void) {
   test_consistency();
   test_apply();
   test_ambient();
+  test_drop_bounding_ahead();
   test_apply_errors();
   test_reapply();
   return tap_done();
