@@ -31,6 +31,7 @@
 #include "protocol.h"
 #include "python_run.h"
 #include "python_setup.h"
+#include "regex_warm.h"
 #include "serve_wire.h"
 
 #define CTRL_FD 1
@@ -176,6 +177,27 @@ static int digest_of(const char *code, size_t len, char out[65]) {
   return r;
 }
 
+/* Regular expressions the accepted code writes as literals, compiled into
+ * re's cache for every child (regex_warm.h). Only speed depends on it. */
+static void warm_regexes(const struct gate_result *g, const char *code,
+                         size_t len) {
+  bool uses_re = false;
+  for (size_t i = 0; i < g->n_helpers; i++)
+    uses_re |= strcmp(g->helpers[i], "re") == 0;
+  if (!uses_re || g->n > 0)
+    return;
+  PyObject *src = PyUnicode_DecodeUTF8(code, (Py_ssize_t)len, "strict");
+  struct coil_error err = {0};
+  int n = src ? regex_warm(src, &err) : -1;
+  if (n < 0)
+    log_debug("serve template: regex warm-up: %s",
+              err.msg[0] ? err.msg : "source not UTF-8");
+  else
+    log_debug("serve template: %d literal regular expressions compiled", n);
+  Py_XDECREF(src);
+  PyErr_Clear();
+}
+
 /* The gate result for code, from the cache or checked and compiled now. */
 static struct cached *gated(const struct serve_template_setup *s,
                             const char *code, size_t len, const char *digest,
@@ -202,6 +224,7 @@ static struct cached *gated(const struct serve_template_setup *s,
   }
   memcpy(c->digest, digest, 65);
   c->used = true;
+  warm_regexes(&c->g, code, len);
   return c;
 }
 

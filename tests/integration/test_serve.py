@@ -50,7 +50,7 @@ class Server:
     """A coil serve for one test, stopped (SIGTERM) when the with ends."""
 
     def __init__(self, tenants, env=None, metrics=False, binary=None,
-                 preexec=None, **top):
+                 preexec=None, debug=False, **top):
         self.binary = binary or harness.COIL
         self.preexec = preexec
         self.dir = harness.tmpdir()
@@ -64,11 +64,13 @@ class Server:
         self.metrics = os.path.join(self.dir, "metrics.sock") if metrics else None
         self.logpath = os.path.join(self.dir, "serve.log")
         self.env = env
+        self.debug = debug
         self.tenants = [t["name"] for t in tenants]
 
     def __enter__(self):
-        argv = [self.binary, "--root", self.root, "serve", "--socket",
-                self.sock, "--config", self.config]
+        argv = [self.binary] + (["--debug"] if self.debug else []) + [
+            "--root", self.root, "serve", "--socket", self.sock, "--config",
+            self.config]
         if self.metrics:
             argv += ["--metrics", self.metrics]
         e = dict(os.environ)
@@ -170,6 +172,20 @@ PARITY = [
     ("cpu", "def handle(r):\n    while True:\n        pass\n", "{}"),
     ("recursion", "def f(n):\n    return f(n + 1)\ndef handle(r):\n    return f(0)\n",
      "{}"),
+    # Literal regexes, which the template compiles ahead (regex_warm.py):
+    # in use, failing, printing (re.DEBUG) and warning, as under coil py.
+    ("regex", "import re\nfrom re import sub as s, I\n"
+     "P = re.compile(r'(\\w+)@(\\w+)\\.org', re.I | re.M)\n"
+     "def handle(r):\n    m = P.match(r['e'])\n"
+     "    return [m.group(1), s('O', '0', r['e'], 0, I),\n"
+     "            re.findall(r'\\d', 'a1b2'), re.split(',', 'a,b', 1)]\n",
+     '{"e": "Ada@Example.org"}'),
+    ("regex-error", "import re\ndef handle(r):\n    return re.compile('(').pattern\n",
+     "{}"),
+    ("regex-debug", "import re\ndef handle(r):\n"
+     "    return re.compile('a+b', re.DEBUG).pattern\n", "{}"),
+    ("regex-warns", "import re\ndef handle(r):\n"
+     "    return bool(re.match('[[a]', '[a'))\n", "{}"),
 ]
 
 
@@ -195,6 +211,59 @@ def test_serve_answers_equal_coil_py():
                 problems.append("%s:\n py: %s\n call: %s" % (
                     name, describe(py), describe(call)))
         assert not problems, "\n".join(problems)
+
+
+REGEX_WARM = os.path.join(harness.REPO, "sandbox", "regex_warm.py")
+WARM_CASES = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import re, regex_warm as w
+L = w.literals
+assert L("import re\nre.compile('a')") == [("a", 0)]
+assert L("import re as r\nr.match('a', s, r.I | r.M)") == [("a", 10)]
+assert L("from re import search as f, X\nf(b'a', s, flags=X)") == [(b"a", 64)]
+assert L("import re\nre.sub('a', 'b', s, 0, re.S)\nre.subn(pattern='c', repl='', string=s)") in (
+    [("a", 16), ("c", 0)], [("c", 0), ("a", 16)])
+assert L("import re\nre.split(',', s, 1, 2)") == [(",", 2)]
+assert L("import re\nre.compile('a')\nre.compile('a')") == [("a", 0)]
+# Not literal, not re, or asking re.DEBUG: left to the child.
+assert L("import re\nre.compile(x)\nre.compile('a', f)\nre.compile('b', re.DEBUG | re.I)") == []
+assert L("import json\njson.compile('a')\ncompile('a')") == []
+assert L("def handle(r):\n    return r") == []
+assert L("import re\nre.compile('%s')" % ("a" * (w.MAX_PATTERN_LEN + 1))) == []
+many = "import re\n" + "".join("re.compile('p%d')\n" % i for i in range(100))
+assert len(L(many)) == w.MAX_PATTERNS
+# Compiled into re's own cache; a failing or warning pattern is not kept.
+re._cache.clear()
+assert w.warm("import re\nre.compile('ok+')\nre.compile('(')\nre.match('[[a]', s)") == 1
+assert (str, "ok+", 0) in re._cache and len(re._cache) == 1, re._cache
+print("ok")
+"""
+
+
+def test_serve_regex_warm_finds_literal_patterns_only():
+    """regex_warm.py, as the template runs it (Debian's python3.11): the
+    literal patterns and flags of re calls, nothing else, within bounds."""
+    r = subprocess.run(["/usr/bin/python3.11", "-I", "-S", "-c", WARM_CASES,
+                        os.path.dirname(REGEX_WARM)], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
+
+
+def test_serve_template_compiles_literal_regexes_once():
+    """A handler's literal regexes are compiled in the template when its
+    code is first gated, not again for the next request of the same code."""
+    code = ("import re\nE = re.compile(r'^(\\w+)@(\\w+)$', re.I)\n"
+            "def handle(r):\n    return [E.match(r).group(2),"
+            " re.sub('[0-9]', '#', r)]\n")
+    with Server([tenant("t1", UID_T1)], debug=True) as s:
+        with s.client("t1") as c:
+            for _ in range(3):
+                env = c.call(code=code, request="ada@x1")
+                assert env == {"ok": True, "result": ["x1", "ada@x#"],
+                               "stdout": ""}, env
+        log = s.logtext()
+    assert log.count("2 literal regular expressions compiled") == 1, log
 
 
 def test_serve_client_call_matches_cli():
