@@ -9,6 +9,9 @@ PKGS := libseccomp libcap yajl mount
 # driver needs it (runtime/systemd_bus.c).
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) libsystemd 2>/dev/null) $(shell $(PY_PKG) --cflags 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# libmount: loaded by coil when a container is built (runtime/libmount_load.c),
+# so the executable does not link it.
+EXE_LIBS := $(filter-out -lmount,$(PKG_LIBS))
 PY_LIBS := $(shell $(PY_PKG) --libs 2>/dev/null)
 VERSION := 0.1.0
 
@@ -85,7 +88,7 @@ all: coil
 
 # `make coil` builds its object too: a coil without it has no Python mode.
 coil: $(OBJ) build/python-exports.list | $(PY_SO)
-	$(CC) $(ALL_CFLAGS) $(HARDEN_CFLAGS) $(PIE_LDFLAGS) -Wl,--dynamic-list=build/python-exports.list $(LDFLAGS) -o $@ $(OBJ) $(PKG_LIBS)
+	$(CC) $(ALL_CFLAGS) $(HARDEN_CFLAGS) $(PIE_LDFLAGS) -Wl,--dynamic-list=build/python-exports.list $(LDFLAGS) -o $@ $(OBJ) $(EXE_LIBS)
 
 $(PY_SO): $(PY_OBJ) sandbox/python.map
 	$(CC) $(ALL_CFLAGS) $(HARDEN_CFLAGS) $(PY_SO_LDFLAGS) $(LDFLAGS) -o $@ $(PY_OBJ) $(PY_LIBS) $(PKG_LIBS)
@@ -94,7 +97,7 @@ build/python-exports.list: $(OBJ) $(PY_OBJ)
 	$(call exports_list,$(PY_OBJ),$(OBJ))
 
 coil-asan: $(ASAN_OBJ) build-asan/python-exports.list | $(ASAN_PY_SO)
-	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) -Wl,--dynamic-list=build-asan/python-exports.list $(LDFLAGS) -o $@ $(ASAN_OBJ) $(PKG_LIBS)
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) -Wl,--dynamic-list=build-asan/python-exports.list $(LDFLAGS) -o $@ $(ASAN_OBJ) $(EXE_LIBS)
 
 $(ASAN_PY_SO): $(ASAN_PY_OBJ) sandbox/python.map
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(PY_SO_LDFLAGS) $(LDFLAGS) -o $@ $(ASAN_PY_OBJ) $(PY_LIBS) $(PKG_LIBS)
@@ -108,7 +111,7 @@ build/%.o: %.c Makefile
 
 # The same tree built with clang, warnings as errors (make check builds it).
 coil-clang: $(CLANG_OBJ) build-clang/python-exports.list | $(CLANG_PY_SO)
-	clang $(ALL_CFLAGS) $(HARDEN_CFLAGS) $(PIE_LDFLAGS) -Wl,--dynamic-list=build-clang/python-exports.list $(LDFLAGS) -o $@ $(CLANG_OBJ) $(PKG_LIBS)
+	clang $(ALL_CFLAGS) $(HARDEN_CFLAGS) $(PIE_LDFLAGS) -Wl,--dynamic-list=build-clang/python-exports.list $(LDFLAGS) -o $@ $(CLANG_OBJ) $(EXE_LIBS)
 
 $(CLANG_PY_SO): $(CLANG_PY_OBJ) sandbox/python.map
 	clang $(ALL_CFLAGS) $(HARDEN_CFLAGS) $(PY_SO_LDFLAGS) $(LDFLAGS) -o $@ $(CLANG_PY_OBJ) $(PY_LIBS) $(PKG_LIBS)

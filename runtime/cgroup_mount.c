@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libmount.h>
 #include <linux/magic.h>
 #include <stdbool.h>
 #include <string.h>
@@ -12,14 +11,18 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "libmount_load.h"
 #include "log.h"
 #include "mountfd.h"
 
 #define CGROUP_ROOT "/sys/fs/cgroup"
 
+/* Set before any table exists: container creation loaded libmount. */
+static const struct libmount_calls *lm;
+
 static void table_unrefp(struct libmnt_table **tb) {
   if (*tb)
-    mnt_unref_table(*tb);
+    lm->unref_table(*tb);
 }
 #define cleanup_table __attribute__((cleanup(table_unrefp)))
 
@@ -54,11 +57,11 @@ static int bind_dir(const char *dir, int target,
 
 /* The host's mount point of the hierarchy holding dir, if it is one. */
 static const char *hierarchy_of(struct libmnt_table *tb, const char *dir) {
-  struct libmnt_fs *fs = mnt_table_find_mountpoint(tb, dir, MNT_ITER_BACKWARD);
-  const char *type = fs ? mnt_fs_get_fstype(fs) : NULL;
+  struct libmnt_fs *fs = lm->table_find_mountpoint(tb, dir, MNT_ITER_BACKWARD);
+  const char *type = fs ? lm->fs_get_fstype(fs) : NULL;
   if (!type || (strcmp(type, "cgroup") && strcmp(type, "cgroup2")))
     return NULL;
-  return mnt_fs_get_target(fs);
+  return lm->fs_get_target(fs);
 }
 
 /* "cpu,cpuacct" gets "cpu" and "cpuacct" symlinks beside it, as on the
@@ -138,8 +141,10 @@ int cgroup_mount(int target, bool v2, const struct coil_mount_opts *o,
     n = 0;
   }
 
+  if (!(lm = libmount_calls(err)))
+    return -1;
   cleanup_table struct libmnt_table *tb =
-      mnt_new_table_from_file("/proc/self/mountinfo");
+      lm->new_table_from_file("/proc/self/mountinfo");
   if (!tb)
     return coil_error_sys(err, errno, "read /proc/self/mountinfo");
   /* Writable until the hierarchies' directories are in place. */

@@ -28,6 +28,7 @@
 #include "id.h"
 #include "idmap_mount.h"
 #include "init.h"
+#include "libmount_load.h"
 #include "log.h"
 #include "mountopts.h"
 #include "namespaces.h"
@@ -128,6 +129,9 @@ static int validate_config(const struct coil_config *cfg,
         err, EINVAL, "--console-socket: given but process.terminal is false");
   if (namespaces_validate(&cfg->lnx, err) < 0 ||
       sysctl_validate(&cfg->lnx, err) < 0)
+    return -1;
+  /* Loaded here, from the host's filesystem, for init's mounts. */
+  if (!libmount_calls(err))
     return -1;
   for (size_t i = 0; i < cfg->n_mounts; i++) {
     char field[32];

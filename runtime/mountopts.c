@@ -1,12 +1,12 @@
 #include "mountopts.h"
 
 #include <errno.h>
-#include <libmount.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 
 #include "cleanup.h"
+#include "libmount_load.h"
 
 #define PROPAGATION_FLAGS (MS_SHARED | MS_SLAVE | MS_PRIVATE | MS_UNBINDABLE)
 
@@ -85,8 +85,9 @@ static const char *unsupported_reason(const char *opt) {
 
 /* libmount's Linux map has every VFS flag name, including rbind and the
  * r-prefixed propagation names (as MS_REC|flag). */
-static const struct libmnt_optmap *linux_flag(const char *opt) {
-  const struct libmnt_optmap *m = mnt_get_builtin_optmap(MNT_LINUX_MAP);
+static const struct libmnt_optmap *linux_flag(const struct libmount_calls *mnt,
+                                              const char *opt) {
+  const struct libmnt_optmap *m = mnt->get_builtin_optmap(MNT_LINUX_MAP);
   for (; m && m->name; m++)
     if (strcmp(m->name, opt) == 0)
       return m;
@@ -131,6 +132,9 @@ int mountopts_parse(const struct coil_strv *options, const char *field,
                     struct coil_mount_opts *out, struct coil_error *err) {
   struct coil_mount_opts o = {0};
   cleanup_free char *data = NULL;
+  const struct libmount_calls *mnt = libmount_calls(err);
+  if (!mnt)
+    return coil_error_prefix(err, "%s", field);
 
   for (size_t j = 0; j < options->n; j++) {
     const char *opt = options->v[j];
@@ -154,7 +158,7 @@ int mountopts_parse(const struct coil_strv *options, const char *field,
       o.idmap_recursive = opt[0] == 'r';
       continue;
     }
-    if ((m = linux_flag(opt))) {
+    if ((m = linux_flag(mnt, opt))) {
       apply_flag(&o, m);
       continue;
     }
@@ -183,7 +187,9 @@ void mountopts_recursive_attrs(const struct coil_mount_opts *o, uint64_t *set,
 }
 
 int mountopts_propagation(const char *name, unsigned long *flags) {
-  const struct libmnt_optmap *m = name ? linux_flag(name) : NULL;
+  struct coil_error err;
+  const struct libmount_calls *mnt = libmount_calls(&err);
+  const struct libmnt_optmap *m = name && mnt ? linux_flag(mnt, name) : NULL;
   if (!m || !((unsigned long)m->id & PROPAGATION_FLAGS))
     return -1;
   *flags = (unsigned long)m->id;

@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libmount.h>
 #include <limits.h>
 #include <linux/openat2.h>
 #include <stdint.h>
@@ -17,6 +16,7 @@
 
 #include "cgroup_mount.h"
 #include "cleanup.h"
+#include "libmount_load.h"
 #include "log.h"
 #include "mountfd.h"
 #include "mountopts.h"
@@ -633,16 +633,20 @@ static int make_parent_private(const char *rootfs, struct coil_error *err) {
   cleanup_free char *real = realpath(rootfs, NULL);
   if (!real)
     return coil_error_sys(err, errno, "root.path %s", rootfs);
-  struct libmnt_table *tb = mnt_new_table_from_file("/proc/self/mountinfo");
+  const struct libmount_calls *mnt = libmount_calls(err);
+  if (!mnt)
+    return -1;
+  struct libmnt_table *tb = mnt->new_table_from_file("/proc/self/mountinfo");
   if (!tb)
     return coil_error_sys(err, errno, "read /proc/self/mountinfo");
-  struct libmnt_fs *fs = mnt_table_find_mountpoint(tb, real, MNT_ITER_BACKWARD);
+  struct libmnt_fs *fs =
+      mnt->table_find_mountpoint(tb, real, MNT_ITER_BACKWARD);
   int rc = 0;
   if (!fs)
     rc = coil_error_set(err, ENOENT, "no mount holds %s", real);
-  else if (mount(NULL, mnt_fs_get_target(fs), NULL, MS_PRIVATE, NULL) < 0)
-    rc = coil_error_sys(err, errno, "make %s private", mnt_fs_get_target(fs));
-  mnt_unref_table(tb);
+  else if (mount(NULL, mnt->fs_get_target(fs), NULL, MS_PRIVATE, NULL) < 0)
+    rc = coil_error_sys(err, errno, "make %s private", mnt->fs_get_target(fs));
+  mnt->unref_table(tb);
   return rc;
 }
 

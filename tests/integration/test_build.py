@@ -118,12 +118,14 @@ def test_binary_under_test_is_pie_relro_now():
     _pie_relro_now_nx(COIL)
 
 
-def test_executable_links_neither_python_nor_systemd():
+def test_executable_links_neither_python_nor_systemd_nor_libmount():
     # Every command would map and relocate them at start, twice with the
-    # re-exec: only the Python object links libpython, and the systemd
-    # cgroup driver loads libsystemd when it is used.
+    # re-exec: only the Python object links libpython, the systemd cgroup
+    # driver loads libsystemd when it is used, and container creation
+    # loads libmount (with libblkid, libselinux and libpcre2).
     needed = Elf(COIL).needed()
-    for lib in ("libpython", "libsystemd"):
+    for lib in ("libpython", "libsystemd", "libmount", "libblkid",
+                "libselinux"):
         assert not [n for n in needed if n.startswith(lib)], (
             "%s needs %s: %s" % (COIL, lib, needed))
 

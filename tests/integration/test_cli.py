@@ -81,6 +81,34 @@ def test_libsystemd_is_needed_only_by_the_systemd_cgroup_driver():
     assert not os.path.exists(os.path.join(root, cid)), describe(r)
 
 
+def test_libmount_is_loaded_only_to_build_a_container():
+    """coil loads libmount when it builds a container: without the library
+    (an empty file over it, in a private mount namespace) state, list and
+    call work, and run fails with one line naming the library, leaving no
+    state behind."""
+    lib = os.path.realpath("/usr/lib/x86_64-linux-gnu/libmount.so.1")
+    hide = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            'mount --bind /dev/null "$0" && exec "$@"', lib]
+    root = new_root()
+    check(_run_without(hide, root, "list"))
+    r = _run_without(hide, root, "state", "no-such-container")
+    assert r.returncode not in (0, None) and "no-such-container" in r.stderr, (
+        describe(r))
+    assert "libmount" not in r.stderr, describe(r)
+    r = _run_without(hide, root, "call", "--socket",
+                     os.path.join(tmpdir(), "none.sock"), "--request", "{}",
+                     "-c", "x = 1")
+    assert r.returncode == 125 and "connect" in r.stderr, describe(r)
+    assert "libmount" not in r.stderr, describe(r)
+    b = new_bundle(["true"])
+    cid = new_id()
+    r = _run_without(hide, root, "run", "--bundle", b, cid)
+    assert r.returncode not in (0, 127, None), describe(r)
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and "libmount.so.1" in lines[0], describe(r)
+    assert not os.path.exists(os.path.join(root, cid)), describe(r)
+
+
 def test_systemd_cgroups_path_format():
     """With --systemd-cgroup linux.cgroupsPath is "slice:prefix:name"; a
     path of another form is refused before anything is made; without the
