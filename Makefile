@@ -137,7 +137,7 @@ build-asan/tests/%: tests/unit/%.c $(ASAN_LIB_OBJ) $(wildcard tests/unit/*.h)
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) $(LDFLAGS) -Itests/unit -o $@ $< $(ASAN_LIB_OBJ) $(PKG_LIBS) $(PY_LIBS)
 
 # ---- Python shipped inside coil-python.so: the gate's policy
-# (sandbox/gate_policy.py) and serve's regex warm-up (sandbox/regex_warm.py),
+# (sandbox/gate_policy.py) and serve's warm-up (sandbox/serve_warm.py),
 # compiled by Debian's python3.11 (the interpreter coil embeds, so the
 # marshal format matches) and embedded as marshalled bytecode: no compile at
 # run time.
@@ -149,9 +149,9 @@ build/gen/%.inc: sandbox/%.py Makefile
 	mv $@.tmp $@
 
 build/sandbox/gate.o build-asan/sandbox/gate.o build-clang/sandbox/gate.o: build/gen/gate_policy.inc
-build/sandbox/regex_warm.o build-asan/sandbox/regex_warm.o build-clang/sandbox/regex_warm.o: build/gen/regex_warm.inc
+build/sandbox/serve_warm.o build-asan/sandbox/serve_warm.o build-clang/sandbox/serve_warm.o: build/gen/serve_warm.inc
 build/sandbox/gate.o build-asan/sandbox/gate.o build-clang/sandbox/gate.o \
-build/sandbox/regex_warm.o build-asan/sandbox/regex_warm.o build-clang/sandbox/regex_warm.o: ALL_CFLAGS += -Ibuild/gen
+build/sandbox/serve_warm.o build-asan/sandbox/serve_warm.o build-clang/sandbox/serve_warm.o: ALL_CFLAGS += -Ibuild/gen
 # ----
 
 -include $(LIB_OBJ:.o=.d) $(ASAN_LIB_OBJ:.o=.d) $(patsubst %.o,%.d,$(CLANG_OBJ) $(CLANG_PY_OBJ)) \
@@ -181,8 +181,8 @@ build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ) $(FUZZ_HDR)
 	clang $(ALL_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -Itests/fuzz -o $@ $< $(FUZZ_LIB_OBJ) $(PKG_LIBS) $(PY_LIBS)
 
 build-fuzz/sandbox/gate.o: build/gen/gate_policy.inc
-build-fuzz/sandbox/regex_warm.o: build/gen/regex_warm.inc
-build-fuzz/sandbox/gate.o build-fuzz/sandbox/regex_warm.o: ALL_CFLAGS += -Ibuild/gen
+build-fuzz/sandbox/serve_warm.o: build/gen/serve_warm.inc
+build-fuzz/sandbox/gate.o build-fuzz/sandbox/serve_warm.o: ALL_CFLAGS += -Ibuild/gen
 
 # tests/unit/test_fuzz_<name>.c includes its harness and replay.c: rebuild
 # those unit tests when either changes.

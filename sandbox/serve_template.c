@@ -31,7 +31,7 @@
 #include "protocol.h"
 #include "python_run.h"
 #include "python_setup.h"
-#include "regex_warm.h"
+#include "serve_warm.h"
 #include "serve_wire.h"
 
 #define CTRL_FD 1
@@ -135,6 +135,8 @@ void serve_template_setup_free(struct serve_template_setup *s) {
 /* A gate result and, for accepted code, its globals: built once here, so
  * each child starts from its own copy-on-write image of them. */
 struct cached {
+  char *code; /* the source, compared byte for byte on lookup */
+  size_t len;
   char digest[65];
   struct gate_result g;
   PyObject *globals;
@@ -178,7 +180,7 @@ static int digest_of(const char *code, size_t len, char out[65]) {
 }
 
 /* Regular expressions the accepted code writes as literals, compiled into
- * re's cache for every child (regex_warm.h). Only speed depends on it. */
+ * re's cache for every child (serve_warm.h). Only speed depends on it. */
 static void warm_regexes(const struct gate_result *g, const char *code,
                          size_t len) {
   bool uses_re = false;
@@ -188,7 +190,7 @@ static void warm_regexes(const struct gate_result *g, const char *code,
     return;
   PyObject *src = PyUnicode_DecodeUTF8(code, (Py_ssize_t)len, "strict");
   struct coil_error err = {0};
-  int n = src ? regex_warm(src, &err) : -1;
+  int n = src ? serve_warm_regexes(src, &err) : -1;
   if (n < 0)
     log_debug("serve template: regex warm-up: %s",
               err.msg[0] ? err.msg : "source not UTF-8");
@@ -198,18 +200,25 @@ static void warm_regexes(const struct gate_result *g, const char *code,
   PyErr_Clear();
 }
 
-/* The gate result for code, from the cache or checked and compiled now. */
+/* The gate result for code, from the cache (the same bytes: no hashing per
+ * request) or checked and compiled now; its digest in digest. */
 static struct cached *gated(const struct serve_template_setup *s,
-                            const char *code, size_t len, const char *digest,
+                            const char *code, size_t len, char digest[65],
                             struct coil_error *err) {
   for (size_t i = 0; i < CACHE_SLOTS; i++)
-    if (cache[i].used && strcmp(cache[i].digest, digest) == 0)
+    if (cache[i].used && cache[i].len == len &&
+        memcmp(cache[i].code, code, len) == 0) {
+      memcpy(digest, cache[i].digest, 65);
       return &cache[i];
+    }
+  if (digest_of(code, len, digest) < 0)
+    die("sha256", "failed");
   struct cached *c = &cache[cache_next];
   cache_next = (cache_next + 1) % CACHE_SLOTS;
   if (c->used) {
     gate_result_free(&c->g);
     Py_XDECREF(c->globals);
+    free(c->code);
   }
   *c = (struct cached){0};
   struct gate_limits lim;
@@ -222,6 +231,15 @@ static struct cached *gated(const struct serve_template_setup *s,
     gate_result_free(&c->g);
     return NULL;
   }
+  if (!(c->code = malloc(len ? len : 1))) {
+    gate_result_free(&c->g);
+    Py_XDECREF(c->globals);
+    *c = (struct cached){0};
+    coil_error_set(err, ENOMEM, "serve: code cache");
+    return NULL;
+  }
+  memcpy(c->code, code, len);
+  c->len = len;
   memcpy(c->digest, digest, 65);
   c->used = true;
   warm_regexes(&c->g, code, len);
@@ -405,10 +423,7 @@ static bool serve_one(const struct serve_template_setup *s) {
   code[j.code_len] = '\0';
   char digest[65];
   struct coil_error err = {0};
-  struct cached *g = NULL;
-  if (digest_of(code, j.code_len, digest) < 0)
-    die("sha256", "failed");
-  g = gated(s, code, j.code_len, digest, &err);
+  struct cached *g = gated(s, code, j.code_len, digest, &err);
   free(code);
   int job_fd = fds[SERVE_FD_JOB];
   bool kept = false;
@@ -462,6 +477,11 @@ static void serve_template_main(void *arg, int start_conn) {
   /* Every helper and codec now, once: no child imports anything. */
   if (guest_preimport(gate_helper_names, gate_n_helper_names, true, &err) < 0)
     die("helpers", err.msg);
+  int warmed = serve_warm_helpers(&err);
+  if (warmed < 0)
+    log_debug("serve template: helper warm-up: %s", err.msg);
+  else
+    log_debug("serve template: %d helper warm-up steps done", warmed);
   /* Every child would drop the same capabilities from its bounding set,
    * one prctl and credential copy each: drop them here once. */
   if (layer_on(s->disabled, LAYER_CAPS) &&

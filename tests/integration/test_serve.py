@@ -172,7 +172,7 @@ PARITY = [
     ("cpu", "def handle(r):\n    while True:\n        pass\n", "{}"),
     ("recursion", "def f(n):\n    return f(n + 1)\ndef handle(r):\n    return f(0)\n",
      "{}"),
-    # Literal regexes, which the template compiles ahead (regex_warm.py):
+    # Literal regexes, which the template compiles ahead (serve_warm.py):
     # in use, failing, printing (re.DEBUG) and warning, as under coil py.
     ("regex", "import re\nfrom re import sub as s, I\n"
      "P = re.compile(r'(\\w+)@(\\w+)\\.org', re.I | re.M)\n"
@@ -213,11 +213,11 @@ def test_serve_answers_equal_coil_py():
         assert not problems, "\n".join(problems)
 
 
-REGEX_WARM = os.path.join(harness.REPO, "sandbox", "regex_warm.py")
+SERVE_WARM = os.path.join(harness.REPO, "sandbox", "serve_warm.py")
 WARM_CASES = r"""
 import sys
 sys.path.insert(0, sys.argv[1])
-import re, regex_warm as w
+import re, serve_warm as w
 L = w.literals
 assert L("import re\nre.compile('a')") == [("a", 0)]
 assert L("import re as r\nr.match('a', s, r.I | r.M)") == [("a", 10)]
@@ -235,17 +235,19 @@ many = "import re\n" + "".join("re.compile('p%d')\n" % i for i in range(100))
 assert len(L(many)) == w.MAX_PATTERNS
 # Compiled into re's own cache; a failing or warning pattern is not kept.
 re._cache.clear()
-assert w.warm("import re\nre.compile('ok+')\nre.compile('(')\nre.match('[[a]', s)") == 1
+assert w.regexes("import re\nre.compile('ok+')\nre.compile('(')\nre.match('[[a]', s)") == 1
 assert (str, "ok+", 0) in re._cache and len(re._cache) == 1, re._cache
+# Every helper warm-up step works on the interpreter coil embeds.
+assert w.helpers() == len(w._HELPER_STEPS), w.helpers()
 print("ok")
 """
 
 
-def test_serve_regex_warm_finds_literal_patterns_only():
-    """regex_warm.py, as the template runs it (Debian's python3.11): the
+def test_serve_warm_finds_literal_patterns_only():
+    """serve_warm.py, as the template runs it (Debian's python3.11): the
     literal patterns and flags of re calls, nothing else, within bounds."""
     r = subprocess.run(["/usr/bin/python3.11", "-I", "-S", "-c", WARM_CASES,
-                        os.path.dirname(REGEX_WARM)], capture_output=True,
+                        os.path.dirname(SERVE_WARM)], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
 

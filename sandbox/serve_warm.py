@@ -1,13 +1,17 @@
-# coil serve's template: the regular expressions that accepted handler code
-# writes as literals (re.compile("...", re.I), re.match("...", s), ...) are
-# compiled once per code version, here, into the re module's own cache, so
-# each child finds them there instead of running re's compiler again.
+# coil serve's template computes ahead, once, what every child would
+# otherwise compute again, using only trusted code and constant or literal
+# data; nothing of the user's code runs here (docs/serve.md, Security):
 #
-# Only data is used: a literal pattern and literal flags. Nothing of the
-# user's code runs. A pattern that fails, warns or asks for re.DEBUG (which
-# prints) is left for the child to compile, which then behaves exactly as it
-# would without this. Runs in the template's trusted phase, after the gate
-# accepted the code (so the source parses within the gate's limits).
+# - helpers(): the helpers' lazily built state (OpenSSL's digest lookups,
+#   hmac, json's encoder and decoder), from constant input;
+# - regexes(src): the regular expressions that accepted handler code writes
+#   as literals (re.compile("...", re.I), re.match("...", s), ...), compiled
+#   into the re module's own cache, so each child finds them there instead
+#   of running re's compiler again. Only a literal pattern and literal flags
+#   are read. A pattern that fails, warns or asks for re.DEBUG (which
+#   prints) is left for the child to compile, which then behaves exactly as
+#   it would without this. Called after the gate accepted the code (so the
+#   source parses within the gate's limits).
 import _ast as ast
 import re
 import warnings
@@ -115,7 +119,39 @@ def literals(src):
     return found
 
 
-def warm(src):
+def helpers():
+    """Builds the helpers' lazy state; the number of steps that worked (a
+    helper missing from the rootfs is skipped)."""
+    n = 0
+    for step in _HELPER_STEPS:
+        try:
+            step()
+            n += 1
+        except Exception:
+            pass
+    return n
+
+
+def _digests():
+    import hashlib
+    import hmac
+    for name in ("md5", "sha1", "sha224", "sha256", "sha384", "sha512"):
+        getattr(hashlib, name)(b"").hexdigest()
+        hashlib.new(name, b"").hexdigest()
+        hmac.new(b"k", b"", name).hexdigest()
+
+
+def _json():
+    import json
+    value = {"b": [1, 1.5, "x\u00e9", None, True], "a": {"c": -2}}
+    json.loads(json.dumps(value, sort_keys=True))
+    json.loads(json.dumps(value, indent=1, separators=(",", ": ")))
+
+
+_HELPER_STEPS = (_digests, _json)
+
+
+def regexes(src):
     """Compiles the literal patterns of src into re's cache; the number
     compiled. A pattern that raises or warns is not kept."""
     n = 0
