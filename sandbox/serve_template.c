@@ -135,6 +135,7 @@ void serve_template_setup_free(struct serve_template_setup *s) {
 /* A gate result and, for accepted code, its globals: built once here, so
  * each child starts from its own copy-on-write image of them. */
 struct cached {
+  unsigned long gen; /* cache_gen when filled: spares forked since know it */
   char *code; /* the source, compared byte for byte on lookup */
   size_t len;
   char digest[65];
@@ -149,6 +150,7 @@ struct child {
 };
 
 static struct cached cache[CACHE_SLOTS];
+static unsigned long cache_gen;
 static size_t cache_next;
 static struct child children[MAX_CHILDREN];
 static PyObject *sha256_fn;
@@ -243,6 +245,7 @@ static struct cached *gated(const struct serve_template_setup *s,
   memcpy(c->digest, digest, 65);
   c->used = true;
   warm_regexes(&c->g, code, len);
+  c->gen = ++cache_gen;
   return c;
 }
 
@@ -272,92 +275,217 @@ static void send_reply(int fd, int kind, int status, const char *digest,
   (void)ignored;
 }
 
-/* One request's child: PID 1 of a fresh PID namespace. Applies what is
- * fresh per execution, in the order of python_mode_main: privilege drop
- * (ids, capabilities, rlimits, no_new_privs), signals, timer and
- * RLIMIT_DATA, lockdown stage 1, then python_run_finish (helpers, request,
- * stage 2, the audit hook's deny phase, the handler). */
+/* ---- children ------------------------------------------------------------
+ * Each child is cloned ahead of its request as the template's one *spare*:
+ * PID 1 of a fresh PID namespace, it does everything that depends neither
+ * on the request nor on the job's limits (a fresh /tmp where one is needed,
+ * the parent-death signal, the privilege drop of runtime/privileges.c,
+ * lockdown stage 1), then waits for exactly one job on a socket of its own.
+ * The job brings the cache slot of its code, its limits and entry, and its
+ * output and request fds; the child then applies signals, timer and
+ * RLIMIT_DATA and python_run_finish (helpers, request, stage 2, the audit
+ * hook's deny phase, the handler). A spare forked before
+ * its job's code was cached is not used: it is killed and a new one made.
+ * A child never serves a second request. */
+
+/* What the template sends a spare, with [out, request] as SCM_RIGHTS. */
+struct spare_job {
+  uint32_t slot;
+  uint32_t timeout_ms, memory_mb, output_bytes;
+  char entry[256];
+};
+
+struct spare {
+  pid_t pid; /* 0: none */
+  int pidfd;
+  int sock;          /* the template's end of the job socket */
+  unsigned long gen; /* cache generation at fork: slots up to it are known */
+};
+
+static struct spare spare = {.pidfd = -1, .sock = -1};
+
 static void __attribute__((noreturn))
-run_child(const struct serve_template_setup *s, const struct serve_job *j,
-          const char *entry, const struct cached *code, const int *fds) {
-  struct python_ctx c = {
-      .code_name = CODE_NAME,
-      .entry = entry,
-      .disabled = s->disabled,
-      .prefix = s->prefix,
-      .readable_root = s->readable_root,
-      .timeout = (int)((j->timeout_ms + 999) / 1000),
-      .timeout_ms = (int)j->timeout_ms,
-      .cpu_limit = s->cpu_limit,
-      .max_request = s->max_request,
-      .max_output = j->output_bytes,
-      /* RLIMIT_DATA of this execution, applied by python_run_arm (not in
-       * the ASan build: memory_bound.h). */
-      .memory_bound = layer_on(s->disabled, LAYER_RLIMIT_MEMORY)
-                          ? (uint64_t)j->memory_mb << 20
-                          : 0,
-  };
-  if (dup2(fds[SERVE_FD_OUT], 1) < 0 || dup2(fds[SERVE_FD_REQUEST], 0) < 0)
+child_fail(int out, const char *type, const char *msg) {
+  struct protocol_failure f = {.type = type, .message = msg};
+  if (out >= 0)
+    protocol_write_error(out, &f, NULL, 0);
+  _exit(PY_EXIT_COIL);
+}
+
+/* The job from the template on fd 0; out and request become fds 1 and 0.
+ * With block false, only a job already queued (to answer it with an
+ * error); -1 when there is none. */
+static int child_take_job(struct spare_job *j, bool block) {
+  struct iovec iov = {.iov_base = j, .iov_len = sizeof *j};
+  union {
+    char buf[CMSG_SPACE(sizeof(int) * 2)];
+    struct cmsghdr align;
+  } u;
+  struct msghdr m = {.msg_iov = &iov,
+                     .msg_iovlen = 1,
+                     .msg_control = u.buf,
+                     .msg_controllen = sizeof u.buf};
+  ssize_t n;
+  do
+    n = recvmsg(0, &m, block ? 0 : MSG_DONTWAIT);
+  while (n < 0 && errno == EINTR);
+  struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+  if (n != (ssize_t)sizeof *j || !c || c->cmsg_level != SOL_SOCKET ||
+      c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int) * 2))
+    return -1;
+  int fds[2];
+  memcpy(fds, CMSG_DATA(c), sizeof fds);
+  if (dup2(fds[0], 1) < 0 || dup2(fds[1], 0) < 0)
     _exit(PY_EXIT_COIL);
+  close(fds[0]);
+  close(fds[1]);
+  j->entry[sizeof j->entry - 1] = '\0';
+  return 0;
+}
+
+static void __attribute__((noreturn))
+spare_main(const struct serve_template_setup *s, int sock) {
+  /* fds 0 and 1 are the job socket until the job replaces them: the
+   * template's control channel (fd 1) is not kept. */
+  if (dup2(sock, 0) < 0 || dup2(sock, 1) < 0)
+    _exit(PY_EXIT_COIL);
+  close(sock);
+  struct spare_job j;
+  struct coil_error err = {0};
   /* An empty /tmp of its own: nothing a previous execution wrote there
    * (possible only with Landlock off) can be read. */
   if (fresh_tmp &&
       mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-            "size=16m,mode=1777") < 0) {
-    struct protocol_failure f = {.type = "Exception",
-                                 .message = "serve: mount a fresh /tmp"};
-    protocol_write_error(1, &f, NULL, 0);
-    _exit(PY_EXIT_COIL);
-  }
-  struct coil_error err = {0};
+            "size=16m,mode=1777") < 0)
+    child_fail(child_take_job(&j, false) == 0 ? 1 : -1, "Exception",
+               "serve: mount a fresh /tmp");
   struct privileges pv = {.p = s->process,
                           .caps = &s->caps,
                           .rlimits = &s->rlimits,
                           .keep_ids_and_caps =
                               !layer_on(s->disabled, LAYER_CAPS)};
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
-      privileges_drop(&pv, NULL, 0, &err) < 0) {
-    struct protocol_failure f = {
-        .type = "Exception", .message = err.msg[0] ? err.msg : strerror(errno)};
-    protocol_write_error(1, &f, NULL, 0);
-    _exit(PY_EXIT_COIL);
-  }
-  python_run_arm(&c);
+      privileges_drop(&pv, NULL, 0, &err) < 0)
+    child_fail(child_take_job(&j, false) == 0 ? 1 : -1, "Exception",
+               err.msg[0] ? err.msg : strerror(errno));
+  /* Stage 1 before the job, too: it forbids nothing the job's steps use
+   * (receiving fds, signal handlers, a timer, lowering RLIMIT_DATA). */
   struct lockdown_opts lock = {.landlock =
                                    layer_on(s->disabled, LAYER_LANDLOCK),
                                .seccomp = layer_on(s->disabled, LAYER_SECCOMP),
                                .readable_root = s->readable_root,
                                .compiled = &filters};
-  if (lockdown_stage1(&lock, &err) < 0) {
-    struct protocol_failure f = {.type = "Exception", .message = err.msg};
-    protocol_write_error(1, &f, NULL, 0);
+  if (lockdown_stage1(&lock, &err) < 0)
+    child_fail(child_take_job(&j, false) == 0 ? 1 : -1, "Exception", err.msg);
+  if (child_take_job(&j, true) < 0)
     _exit(PY_EXIT_COIL);
-  }
+  const struct cached *code = &cache[j.slot % CACHE_SLOTS];
+  struct python_ctx c = {
+      .code_name = CODE_NAME,
+      .entry = j.entry,
+      .disabled = s->disabled,
+      .prefix = s->prefix,
+      .readable_root = s->readable_root,
+      .timeout = (int)((j.timeout_ms + 999) / 1000),
+      .timeout_ms = (int)j.timeout_ms,
+      .cpu_limit = s->cpu_limit,
+      .max_request = s->max_request,
+      .max_output = j.output_bytes,
+      /* RLIMIT_DATA of this execution, applied by python_run_arm (not in
+       * the ASan build: memory_bound.h). */
+      .memory_bound = layer_on(s->disabled, LAYER_RLIMIT_MEMORY)
+                          ? (uint64_t)j.memory_mb << 20
+                          : 0,
+  };
+  if (!code->used || code->g.n > 0)
+    child_fail(1, "Exception", "serve: the job's code is not cached");
+  python_run_arm(&c);
   python_run_finish(&c, &lock, &code->g, code->globals, 0);
 }
 
+static void spare_discard(void) {
+  if (spare.pid)
+    syscall(SYS_pidfd_send_signal, spare.pidfd, SIGKILL, NULL, 0);
+  if (spare.pidfd >= 0)
+    close(spare.pidfd);
+  if (spare.sock >= 0)
+    close(spare.sock);
+  spare = (struct spare){.pidfd = -1, .sock = -1};
+}
+
+/* A new spare; false when it cannot be made (the job fails, the next one
+ * tries again). The one alive is reaped by reap() once killed. */
+static bool spare_fork(const struct serve_template_setup *s) {
+  spare_discard();
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+    return false;
+  PyOS_BeforeFork();
+  unsigned long flags = CLONE_NEWPID | CLONE_PIDFD | SIGCHLD;
+  if (layer_on(s->disabled, LAYER_MOUNTNS))
+    flags |= CLONE_NEWNS;
+  int pidfd = -1;
+  pid_t pid = (pid_t)syscall(SYS_clone, flags, NULL, &pidfd, NULL, 0);
+  if (pid == 0) {
+    PyOS_AfterFork_Child();
+    close(sv[0]);
+    spare_main(s, sv[1]);
+  }
+  PyOS_AfterFork_Parent();
+  close(sv[1]);
+  if (pid < 0) {
+    close(sv[0]);
+    return false;
+  }
+  spare = (struct spare){
+      .pid = pid, .pidfd = pidfd, .sock = sv[0], .gen = cache_gen};
+  return true;
+}
+
+/* Hands the job to the spare (a new one when the spare predates the
+ * code); the child's pidfd, owned by the caller, or -1. */
 static int spawn(const struct serve_template_setup *s,
                  const struct serve_job *j, const char *entry,
-                 const struct cached *g, const int *fds, int *pidfd) {
+                 const struct cached *g, const int *fds) {
   size_t slot = 0;
   while (slot < MAX_CHILDREN && children[slot].pid)
     slot++;
   if (slot == MAX_CHILDREN)
     return -1;
-  PyOS_BeforeFork();
-  unsigned long flags = CLONE_NEWPID | CLONE_PIDFD | SIGCHLD;
-  if (layer_on(s->disabled, LAYER_MOUNTNS))
-    flags |= CLONE_NEWNS;
-  pid_t pid = (pid_t)syscall(SYS_clone, flags, NULL, pidfd, NULL, 0);
-  if (pid == 0) {
-    PyOS_AfterFork_Child();
-    run_child(s, j, entry, g, fds);
-  }
-  PyOS_AfterFork_Parent();
-  if (pid < 0)
+  if ((!spare.pid || g->gen > spare.gen) && !spare_fork(s))
     return -1;
-  children[slot] = (struct child){.pid = pid, .job_fd = fds[SERVE_FD_JOB]};
-  return 0;
+  struct spare_job sj = {.slot = (uint32_t)(g - cache),
+                         .timeout_ms = j->timeout_ms,
+                         .memory_mb = j->memory_mb,
+                         .output_bytes = j->output_bytes};
+  snprintf(sj.entry, sizeof sj.entry, "%s", entry);
+  int pass[2] = {fds[SERVE_FD_OUT], fds[SERVE_FD_REQUEST]};
+  struct iovec iov = {.iov_base = &sj, .iov_len = sizeof sj};
+  union {
+    char buf[CMSG_SPACE(sizeof pass)];
+    struct cmsghdr align;
+  } u;
+  struct msghdr m = {.msg_iov = &iov,
+                     .msg_iovlen = 1,
+                     .msg_control = u.buf,
+                     .msg_controllen = sizeof u.buf};
+  struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof pass);
+  memcpy(CMSG_DATA(c), pass, sizeof pass);
+  /* A spare that died waiting (it could not drop its privileges) has
+   * closed its end: the job fails as a child that cannot start. */
+  if (sendmsg(spare.sock, &m, MSG_NOSIGNAL) != (ssize_t)sizeof sj) {
+    spare_discard();
+    return -1;
+  }
+  children[slot] = (struct child){.pid = spare.pid, .job_fd = fds[SERVE_FD_JOB]};
+  int pidfd = spare.pidfd;
+  spare.pidfd = -1;
+  spare.pid = 0;
+  spare_discard();
+  return pidfd;
 }
 
 static void reap(void) {
@@ -367,6 +495,8 @@ static void reap(void) {
     pid_t pid = wait4(-1, &status, WNOHANG, &ru);
     if (pid <= 0)
       return;
+    if (pid == spare.pid)
+      spare_discard();
     for (size_t i = 0; i < MAX_CHILDREN; i++) {
       if (children[i].pid != pid)
         continue;
@@ -437,8 +567,8 @@ static bool serve_one(const struct serve_template_setup *s) {
   } else if (j.op == SERVE_OP_GATE) {
     send_reply(job_fd, SERVE_REPLY_ENDED, 0, digest, 0, -1);
   } else {
-    int pidfd = -1;
-    if (spawn(s, &j, entry, g, fds, &pidfd) < 0) {
+    int pidfd = spawn(s, &j, entry, g, fds);
+    if (pidfd < 0) {
       struct protocol_failure f = {.type = "Exception",
                                    .message = "serve: cannot start a child"};
       protocol_write_error(fds[SERVE_FD_OUT], &f, NULL, 0);
@@ -447,6 +577,8 @@ static bool serve_one(const struct serve_template_setup *s) {
       send_reply(job_fd, SERVE_REPLY_STARTED, 0, digest, 0, pidfd);
       close(pidfd);
       kept = true;
+      /* The next job's child, made while this one runs. */
+      spare_fork(s);
     }
   }
   for (int i = 0; i < SERVE_JOB_FDS; i++)
@@ -510,8 +642,8 @@ static void serve_template_main(void *arg, int start_conn) {
         ;
       reap();
     }
-    if (open_channel && p[1].revents)
-      open_channel = serve_one(s);
+    if (open_channel && p[1].revents && !(open_channel = serve_one(s)))
+      spare_discard();
   }
   _exit(0);
 }
