@@ -223,7 +223,9 @@ static int set_proc(const uint64_t *sets, struct coil_error *err) {
 }
 
 static int set_ambient(uint64_t ambient, struct coil_error *err) {
-  if (cap_reset_ambient() < 0)
+  /* One prctl: libcap's cap_reset_ambient first probes every capability
+   * with PR_CAP_AMBIENT_IS_SET, about forty system calls per process. */
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
     return coil_error_sys(err, errno,
                           "process.capabilities.ambient: "
                           "prctl(PR_CAP_AMBIENT_CLEAR_ALL)");
@@ -252,10 +254,11 @@ int caps_drop_bounding(const struct coil_caps *c, struct coil_error *err) {
   return 0;
 }
 
-int caps_apply(const struct coil_caps *c, struct coil_error *err) {
+int caps_apply(const struct coil_caps *c, bool bounding_dropped,
+               struct coil_error *err) {
   const uint64_t *sets = configured_sets(c);
   if (raise_effective(err) < 0 ||
-      drop_bounding(sets[COIL_CAP_BOUNDING], err) < 0 ||
+      (!bounding_dropped && drop_bounding(sets[COIL_CAP_BOUNDING], err) < 0) ||
       set_proc(sets, err) < 0)
     return -1;
   /* Last: the kernel only keeps ambient capabilities that are both

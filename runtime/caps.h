@@ -32,15 +32,17 @@ int caps_number(const char *name);
 int caps_switch_ids(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups,
                     struct coil_error *err);
 
-/* Drops the bounding set to sets[BOUNDING], then sets effective, permitted
+/* Drops the bounding set to sets[BOUNDING] (unless bounding_dropped: an
+ * ancestor did, see caps_drop_bounding), then sets effective, permitted
  * and inheritable, then the ambient set. Without a configured set all
  * capabilities are dropped. */
-int caps_apply(const struct coil_caps *c, struct coil_error *err);
+int caps_apply(const struct coil_caps *c, bool bounding_dropped,
+               struct coil_error *err);
 
 /* caps_apply's bounding-set step alone, ahead of time: the bounding set
  * limits only what execve can grant, so a process that keeps working with
  * its effective set (a serve template) can shed it once for all the
- * children it forks, whose caps_apply then finds nothing left to drop. */
+ * children it forks, which inherit it and pass bounding_dropped. */
 int caps_drop_bounding(const struct coil_caps *c, struct coil_error *err);
 
 #endif

@@ -73,7 +73,7 @@ struct kernel_sigaction {
  * numbers from here up to SIGRTMIN for itself. */
 #define KERNEL_SIGRTMIN 32
 
-static int reset_signals(struct coil_error *err) {
+int privileges_default_dispositions(struct coil_error *err) {
   struct sigaction dfl = {.sa_handler = SIG_DFL};
   sigemptyset(&dfl.sa_mask);
   /* SIGKILL and SIGSTOP refuse: they cannot be caught anyway. */
@@ -89,6 +89,12 @@ static int reset_signals(struct coil_error *err) {
         syscall(SYS_rt_sigaction, s, &kdfl, NULL, sizeof kdfl.mask) < 0)
       return coil_error_sys(err, errno, "rt_sigaction(%d)", s);
   }
+  return 0;
+}
+
+static int reset_signals(bool dispositions_default, struct coil_error *err) {
+  if (!dispositions_default && privileges_default_dispositions(err) < 0)
+    return -1;
   sigset_t none;
   sigemptyset(&none);
   if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
@@ -118,7 +124,7 @@ int privileges_drop(const struct privileges *pv, const int *keep, size_t n_keep,
   if (!pv->keep_ids_and_caps &&
       (caps_switch_ids(p->uid, p->gid, (const gid_t *)p->additional_gids,
                        p->n_additional_gids, err) < 0 ||
-       caps_apply(pv->caps, err) < 0))
+       caps_apply(pv->caps, pv->bounding_dropped, err) < 0))
     return -1;
   /* no_new_privs once the capabilities are final, before any filter:
    * seccomp and Landlock need it from an unprivileged process. */
@@ -127,7 +133,7 @@ int privileges_drop(const struct privileges *pv, const int *keep, size_t n_keep,
   /* signals: default dispositions and an empty mask. The parent blocked the
    * forwarded signals before clone so none is lost; they stay blocked until
    * every privileged step is done, and none of coil's state leaks on. */
-  if (reset_signals(err) < 0)
+  if (reset_signals(pv->dispositions_default, err) < 0)
     return -1;
   /* cwd last, as the container user: a directory that user cannot enter
    * fails here, as it would for the process. */

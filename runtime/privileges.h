@@ -20,6 +20,12 @@ struct privileges {
   const struct coil_rlimits *rlimits;
   const struct coil_seccomp_profile *seccomp; /* NULL without linux.seccomp */
   bool keep_ids_and_caps; /* a payload's switch: no id or caps drop */
+  /* What an ancestor already did once for all its children (coil serve's
+   * template): the bounding set is final (caps_drop_bounding), every signal
+   * disposition is default (privileges_default_dispositions). Those steps
+   * are then skipped; the signal mask is still emptied. */
+  bool bounding_dropped;
+  bool dispositions_default;
 };
 
 /* Right after joining or creating a user namespace: become its root, so
@@ -37,6 +43,10 @@ int privileges_set_environment(const struct coil_process *p,
  * The seccomp filter goes in here only when privileges_seccomp_first. */
 int privileges_drop(const struct privileges *pv, const int *keep, size_t n_keep,
                     struct coil_error *err);
+
+/* Every signal's disposition to default, the C library's own real-time
+ * signals too when ignored; the mask is left alone. */
+int privileges_default_dispositions(struct coil_error *err);
 
 /* Without no_new_privs the kernel only accepts a seccomp filter from a
  * CAP_SYS_ADMIN holder: then privileges_drop loads it before the id switch,

@@ -160,6 +160,9 @@ static struct lockdown_filters filters; /* compiled once for every child */
  * read-only from before the request is read), so there is nothing of a
  * previous execution to hide and the mount and its teardown are saved. */
 static bool fresh_tmp;
+/* Done once here for every child (privileges.h): the bounding set shed,
+ * every signal disposition default. */
+static bool bounding_dropped, dispositions_default;
 
 static void __attribute__((noreturn)) die(const char *what, const char *msg) {
   dprintf(2, "coil: serve template: %s: %s\n", what, msg);
@@ -363,7 +366,9 @@ spare_main(const struct serve_template_setup *s, int sock) {
                           .caps = &s->caps,
                           .rlimits = &s->rlimits,
                           .keep_ids_and_caps =
-                              !layer_on(s->disabled, LAYER_CAPS)};
+                              !layer_on(s->disabled, LAYER_CAPS),
+                          .bounding_dropped = bounding_dropped,
+                          .dispositions_default = dispositions_default};
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
       privileges_drop(&pv, NULL, 0, &err) < 0)
     child_fail(child_take_job(&j, false) == 0 ? 1 : -1, "Exception",
@@ -616,9 +621,11 @@ static void serve_template_main(void *arg, int start_conn) {
     log_debug("serve template: %d helper warm-up steps done", warmed);
   /* Every child would drop the same capabilities from its bounding set,
    * one prctl and credential copy each: drop them here once. */
-  if (layer_on(s->disabled, LAYER_CAPS) &&
-      caps_drop_bounding(&s->caps, &err) < 0)
-    die("capabilities", err.msg);
+  if (layer_on(s->disabled, LAYER_CAPS)) {
+    if (caps_drop_bounding(&s->caps, &err) < 0)
+      die("capabilities", err.msg);
+    bounding_dropped = true;
+  }
   fresh_tmp = layer_on(s->disabled, LAYER_MOUNTNS) &&
               !(layer_on(s->disabled, LAYER_LANDLOCK) && landlock_abi() > 0);
   if (layer_on(s->disabled, LAYER_SECCOMP) &&
@@ -628,6 +635,12 @@ static void serve_template_main(void *arg, int start_conn) {
   sha256_fn = mod ? PyObject_GetAttrString(mod, "sha256") : NULL;
   if (!sha256_fn)
     die("sha256", "cannot import _sha256");
+  /* Last, once the interpreter has set its own (SIGINT, SIGPIPE, ...):
+   * each child would reset the same sixty-odd dispositions. The mask, with
+   * SIGCHLD blocked for the signalfd, stays. */
+  if (privileges_default_dispositions(&err) < 0)
+    die("signals", err.msg);
+  dispositions_default = true;
   log_debug("serve template: ready");
   bool open_channel = true;
   while (open_channel || live_children()) {

@@ -164,7 +164,7 @@ static void test_consistency(void) {
 
 static int child_apply(const void *arg, char *out, size_t len) {
   struct coil_error err = {0};
-  if (caps_apply(arg, &err) < 0) {
+  if (caps_apply(arg, false, &err) < 0) {
     snprintf(out, len, "%s", err.msg);
     return 1;
   }
@@ -215,7 +215,7 @@ static int child_bounding_ahead(const void *arg, char *out, size_t len) {
     return 1;
   }
   own_caps(ahead, sizeof ahead);
-  if (caps_apply(arg, &err) < 0) {
+  if (caps_apply(arg, true, &err) < 0) {
     snprintf(out, len, "%s", err.msg);
     return 1;
   }
@@ -253,7 +253,7 @@ static int child_ambient(const void *arg, char *out, size_t len) {
     snprintf(out, len, "dropping to 65534: %s", strerror(errno));
     return 2;
   }
-  if (caps_apply(arg, &err) < 0) {
+  if (caps_apply(arg, false, &err) < 0) {
     snprintf(out, len, "%s", err.msg);
     return 1;
   }
@@ -310,7 +310,7 @@ static int child_apply_fails(const void *arg, char *out, size_t len) {
     snprintf(out, len, "losing cap %d: %s", a->lose, strerror(errno));
     return 2;
   }
-  if (caps_apply(&a->caps, &err) == 0) {
+  if (caps_apply(&a->caps, false, &err) == 0) {
     snprintf(out, len, "applied");
     return 0;
   }
@@ -364,7 +364,7 @@ static void test_apply_errors(void) {
  * gone already: the first one left no CAP_SETPCAP, and none is needed. */
 static int child_reapply(const void *arg, char *out, size_t len) {
   struct coil_error err = {0};
-  if (caps_apply(arg, &err) < 0 || caps_apply(arg, &err) < 0) {
+  if (caps_apply(arg, false, &err) < 0 || caps_apply(arg, false, &err) < 0) {
     snprintf(out, len, "%s", err.msg);
     return 1;
   }
