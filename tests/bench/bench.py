@@ -503,18 +503,36 @@ class Serve:
         return None
 
     def idle_memory(self):
+        """The idle tenant: its template and the spare child it keeps
+        cloned ahead of the next request (PSS and private memory add up;
+        RSS would count their shared pages twice)."""
         pid = self.template_pid()
-        kb = {}
-        with open("/proc/%d/smaps_rollup" % pid) as f:
-            for line in f:
-                k, _, v = line.partition(":")
-                if k in ("Rss", "Pss", "Private_Dirty"):
-                    kb[k] = int(v.split()[0])
+        try:
+            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+                pids = [pid] + [int(p) for p in f.read().split()]
+        except OSError:
+            pids = [pid]
+        kb = {"Rss": 0, "Pss": 0, "Private_Dirty": 0}
+        for p in pids:
+            with open("/proc/%d/smaps_rollup" % p) as f:
+                for line in f:
+                    k, _, v = line.partition(":")
+                    if k in kb:
+                        kb[k] += int(v.split()[0])
         self.cg = self.memory_cgroup(pid)
         self.lines.append(
-            "idle template (pid %d): RSS %.1f MB, PSS %.1f MB, private dirty "
-            "%.1f MB" % (pid, kb["Rss"] / 1024, kb["Pss"] / 1024,
-                         kb["Private_Dirty"] / 1024))
+            "idle tenant (template %d + %d spare): PSS %.1f MB, private "
+            "dirty %.1f MB (template RSS %.1f MB)" % (
+                pid, len(pids) - 1, kb["Pss"] / 1024,
+                kb["Private_Dirty"] / 1024, self.template_rss(pid) / 1024))
+
+    @staticmethod
+    def template_rss(pid):
+        with open("/proc/%d/smaps_rollup" % pid) as f:
+            for line in f:
+                if line.startswith("Rss:"):
+                    return int(line.split()[1])
+        return 0
 
     def read_bytes(self, path):
         with open(path) as f:
