@@ -33,6 +33,8 @@ OUTSTANDING = os.environ.get("OAST_BENCH_OUTSTANDING",
                              "4" if BACKEND == "py" else "100")
 WANT = {"static": "192.0.2.53", "handler": "198.51.100.1"}
 INFLIGHT = 2 if BACKEND == "py" else 8
+# Distinct query names in the handler phase's query file.
+QNAMES = 10000
 QUEUE = 64 if BACKEND == "py" else 128
 
 
@@ -70,7 +72,14 @@ def percentile(sorted_vals, p):
 def dnsperf(port, name, d, outstanding):
     qfile = os.path.join(d, name + ".txt")
     with open(qfile, "w") as f:
-        f.write("%s.t1.oast.test A\n" % ("h" if name == "handler" else "static"))
+        if name == "handler":
+            # Distinct names, as OAST callbacks carry (each payload's own
+            # token): calls for one name run one after another, since each
+            # may see the state the previous one left (docs/oast.md).
+            for i in range(QNAMES):
+                f.write("c%05d.h.t1.oast.test A\n" % i)
+        else:
+            f.write("static.t1.oast.test A\n")
     r = subprocess.run(["dnsperf", "-s", "127.0.0.1", "-p", str(port), "-d", qfile,
                         "-l", str(SECONDS), "-q", outstanding, "-t", "5", "-v"],
                        capture_output=True, text=True, timeout=SECONDS + 60)
