@@ -21,6 +21,7 @@
 #include "cleanup.h"
 #include "container.h"
 #include "exit_codes.h"
+#include "fdpass.h"
 #include "log.h"
 #include "python_exit.h"
 #include "python_load.h"
@@ -76,45 +77,13 @@ static pthread_mutex_t spawner_mu = PTHREAD_MUTEX_INITIALIZER;
 static const char *state_root;
 
 static int send_fd(int sock, const void *buf, size_t len, int fd) {
-  struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
-  union {
-    char b[CMSG_SPACE(sizeof(int))];
-    struct cmsghdr align;
-  } u;
-  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-  if (fd >= 0) {
-    m.msg_control = u.b;
-    m.msg_controllen = sizeof u.b;
-    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  }
-  return sendmsg(sock, &m, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
+  return fdpass_send(sock, buf, len, &fd, fd >= 0, 0);
 }
 
 /* Receives one message; *fd gets the passed fd or -1. Returns its size. */
 static ssize_t recv_fd(int sock, void *buf, size_t len, int *fd) {
-  struct iovec iov = {.iov_base = buf, .iov_len = len};
-  union {
-    char b[CMSG_SPACE(sizeof(int))];
-    struct cmsghdr align;
-  } u;
-  struct msghdr m = {.msg_iov = &iov,
-                     .msg_iovlen = 1,
-                     .msg_control = u.b,
-                     .msg_controllen = sizeof u.b};
-  *fd = -1;
-  ssize_t n;
-  do
-    n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
-  while (n < 0 && errno == EINTR);
-  struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&m) : NULL;
-  if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-      c->cmsg_len == CMSG_LEN(sizeof(int)))
-    memcpy(fd, CMSG_DATA(c), sizeof(int));
-  return n;
+  size_t n;
+  return fdpass_recv(sock, buf, len, fd, 1, &n, 0);
 }
 
 struct spawned {
@@ -561,21 +530,7 @@ static bool send_job(struct serve_template *tm, const struct serve_job *j,
   fds[SERVE_FD_REQUEST] = req_fd;
   fds[SERVE_FD_OUT] = out[1];
   fds[SERVE_FD_JOB] = js[1];
-  struct iovec iov = {.iov_base = (void *)j, .iov_len = sizeof *j};
-  union {
-    char b[CMSG_SPACE(sizeof fds)];
-    struct cmsghdr align;
-  } u;
-  struct msghdr m = {.msg_iov = &iov,
-                     .msg_iovlen = 1,
-                     .msg_control = u.b,
-                     .msg_controllen = sizeof u.b};
-  struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof fds);
-  memcpy(CMSG_DATA(c), fds, sizeof fds);
-  bool ok = sendmsg(tm->ctrl, &m, MSG_NOSIGNAL) == (ssize_t)sizeof *j;
+  bool ok = fdpass_send(tm->ctrl, j, sizeof *j, fds, SERVE_JOB_FDS, 0) == 0;
   close(out[1]);
   close(js[1]);
   if (!ok) {

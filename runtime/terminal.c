@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fdpass.h"
 
 int terminal_connect(const char *path, int *fd, struct coil_error *err) {
   struct sockaddr_un addr = {.sun_family = AF_UNIX};
@@ -29,19 +30,7 @@ int terminal_connect(const char *path, int *fd, struct coil_error *err) {
 }
 
 static int send_fd(int sock, int fd, const char *name, struct coil_error *err) {
-  char cbuf[CMSG_SPACE(sizeof(int))];
-  memset(cbuf, 0, sizeof cbuf);
-  struct iovec iov = {.iov_base = (void *)name, .iov_len = strlen(name)};
-  struct msghdr msg = {.msg_iov = &iov,
-                       .msg_iovlen = 1,
-                       .msg_control = cbuf,
-                       .msg_controllen = sizeof cbuf};
-  struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  if (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0)
+  if (fdpass_send(sock, name, strlen(name), &fd, 1, 0) < 0)
     return coil_error_sys(err, errno, "--console-socket: send pty master");
   return 0;
 }

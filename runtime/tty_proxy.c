@@ -7,25 +7,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "fdpass.h"
+
 int tty_receive_master(int sock, int *master, struct coil_error *err) {
   char name[64];
-  char cbuf[CMSG_SPACE(sizeof(int))];
-  struct iovec iov = {.iov_base = name, .iov_len = sizeof name};
-  struct msghdr msg = {.msg_iov = &iov,
-                       .msg_iovlen = 1,
-                       .msg_control = cbuf,
-                       .msg_controllen = sizeof cbuf};
-  ssize_t r;
-  while ((r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
-    ;
-  if (r < 0)
+  size_t n;
+  if (fdpass_recv(sock, name, sizeof name, master, 1, &n, 0) < 0)
     return coil_error_sys(err, errno, "process.terminal: receive pty master");
-  struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-  if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
-      c->cmsg_len != CMSG_LEN(sizeof(int)))
+  if (n != 1)
     return coil_error_set(err, EPROTO,
                           "process.terminal: init sent no pty master");
-  memcpy(master, CMSG_DATA(c), sizeof *master);
   return 0;
 }
 

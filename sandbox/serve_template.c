@@ -21,6 +21,7 @@
 #include "caps.h"
 #include "embed.h"
 #include "exit_codes.h"
+#include "fdpass.h"
 #include "gate.h"
 #include "guest.h"
 #include "landlock.h"
@@ -258,24 +259,8 @@ static void send_reply(int fd, int kind, int status, const char *digest,
       .kind = kind, .status = status, .cpu_seconds = cpu};
   if (digest)
     memcpy(r.digest, digest, 65);
-  struct iovec iov = {.iov_base = &r, .iov_len = sizeof r};
-  union {
-    char buf[CMSG_SPACE(sizeof(int))];
-    struct cmsghdr align;
-  } u;
-  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-  if (pass_fd >= 0) {
-    m.msg_control = u.buf;
-    m.msg_controllen = sizeof u.buf;
-    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
-  }
   /* The server may have given up on the job: that is no error here. */
-  ssize_t ignored = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
-  (void)ignored;
+  fdpass_send(fd, &r, sizeof r, &pass_fd, pass_fd >= 0, MSG_DONTWAIT);
 }
 
 /* ---- children ------------------------------------------------------------
@@ -319,25 +304,12 @@ child_fail(int out, const char *type, const char *msg) {
  * With block false, only a job already queued (to answer it with an
  * error); -1 when there is none. */
 static int child_take_job(struct spare_job *j, bool block) {
-  struct iovec iov = {.iov_base = j, .iov_len = sizeof *j};
-  union {
-    char buf[CMSG_SPACE(sizeof(int) * 2)];
-    struct cmsghdr align;
-  } u;
-  struct msghdr m = {.msg_iov = &iov,
-                     .msg_iovlen = 1,
-                     .msg_control = u.buf,
-                     .msg_controllen = sizeof u.buf};
-  ssize_t n;
-  do
-    n = recvmsg(0, &m, block ? 0 : MSG_DONTWAIT);
-  while (n < 0 && errno == EINTR);
-  struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-  if (n != (ssize_t)sizeof *j || !c || c->cmsg_level != SOL_SOCKET ||
-      c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int) * 2))
-    return -1;
   int fds[2];
-  memcpy(fds, CMSG_DATA(c), sizeof fds);
+  size_t n;
+  if (fdpass_recv(0, j, sizeof *j, fds, 2, &n, block ? 0 : MSG_DONTWAIT) !=
+          (ssize_t)sizeof *j ||
+      n != 2)
+    return -1;
   if (dup2(fds[0], 1) < 0 || dup2(fds[1], 0) < 0)
     _exit(PY_EXIT_COIL);
   close(fds[0]);
@@ -465,23 +437,9 @@ static int spawn(const struct serve_template_setup *s,
                          .output_bytes = j->output_bytes};
   snprintf(sj.entry, sizeof sj.entry, "%s", entry);
   int pass[2] = {fds[SERVE_FD_OUT], fds[SERVE_FD_REQUEST]};
-  struct iovec iov = {.iov_base = &sj, .iov_len = sizeof sj};
-  union {
-    char buf[CMSG_SPACE(sizeof pass)];
-    struct cmsghdr align;
-  } u;
-  struct msghdr m = {.msg_iov = &iov,
-                     .msg_iovlen = 1,
-                     .msg_control = u.buf,
-                     .msg_controllen = sizeof u.buf};
-  struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof pass);
-  memcpy(CMSG_DATA(c), pass, sizeof pass);
   /* A spare that died waiting (it could not drop its privileges) has
    * closed its end: the job fails as a child that cannot start. */
-  if (sendmsg(spare.sock, &m, MSG_NOSIGNAL) != (ssize_t)sizeof sj) {
+  if (fdpass_send(spare.sock, &sj, sizeof sj, pass, 2, 0) < 0) {
     spare_discard();
     return -1;
   }
@@ -524,27 +482,13 @@ static size_t live_children(void) {
 /* One job from the server; false when the channel is closed. */
 static bool serve_one(const struct serve_template_setup *s) {
   struct serve_job j;
-  struct iovec iov = {.iov_base = &j, .iov_len = sizeof j};
-  union {
-    char buf[CMSG_SPACE(sizeof(int) * SERVE_JOB_FDS)];
-    struct cmsghdr align;
-  } u;
-  struct msghdr m = {.msg_iov = &iov,
-                     .msg_iovlen = 1,
-                     .msg_control = u.buf,
-                     .msg_controllen = sizeof u.buf};
-  ssize_t n = recvmsg(CTRL_FD, &m, MSG_CMSG_CLOEXEC);
-  if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+  int fds[SERVE_JOB_FDS];
+  size_t nfds;
+  ssize_t n = fdpass_recv(CTRL_FD, &j, sizeof j, fds, SERVE_JOB_FDS, &nfds, 0);
+  if (n == 0 || (n < 0 && errno != EAGAIN))
     return false;
   if (n < 0)
     return true;
-  int fds[SERVE_JOB_FDS] = {-1, -1, -1, -1};
-  struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-  size_t nfds = 0;
-  if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-    nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    memcpy(fds, CMSG_DATA(c), sizeof(int) * (nfds < 4 ? nfds : 4));
-  }
   if (n != (ssize_t)sizeof j || nfds != SERVE_JOB_FDS ||
       j.code_len > PY_CODE_READ_MAX || j.entry_len > 255)
     die("channel", "malformed job");

@@ -172,17 +172,22 @@ static int child_apply(const void *arg, char *out, size_t len) {
   return 0;
 }
 
-static void test_apply(void) {
+/* CAP_CHOWN in every set, CAP_KILL too in the bounding set. */
+static void parse_chown_everywhere(struct coil_caps *c) {
   struct coil_process p = caps_process();
   p.caps[COIL_CAP_BOUNDING] = (struct coil_strv)STRV("CAP_CHOWN", "CAP_KILL");
   struct coil_strv chown_only = STRV("cap_chown");
   for (int s = COIL_CAP_EFFECTIVE; s < COIL_CAP_SET_COUNT; s++)
     p.caps[s] = chown_only;
+  struct coil_error err = {0};
+  ok(caps_parse(&p, c, &err) == 0, "parses CAP_CHOWN everywhere");
+}
+
+static void test_apply(void) {
   struct coil_caps c;
   struct coil_error err = {0};
   int rc;
-  rc = caps_parse(&p, &c, &err);
-  ok(rc == 0, "parses CAP_CHOWN everywhere");
+  parse_chown_everywhere(&c);
   char seen[2048];
   run_child(child_apply, &c, seen, sizeof seen);
   is_str(seen, "Inh=1 Prm=1 Eff=1 Bnd=21 Amb=1",
@@ -229,14 +234,8 @@ static int child_bounding_ahead(const void *arg, char *out, size_t len) {
 }
 
 static void test_drop_bounding_ahead(void) {
-  struct coil_process p = caps_process();
-  p.caps[COIL_CAP_BOUNDING] = (struct coil_strv)STRV("CAP_CHOWN", "CAP_KILL");
-  struct coil_strv chown_only = STRV("cap_chown");
-  for (int s = COIL_CAP_EFFECTIVE; s < COIL_CAP_SET_COUNT; s++)
-    p.caps[s] = chown_only;
   struct coil_caps c;
-  struct coil_error err = {0};
-  ok(caps_parse(&p, &c, &err) == 0, "parses CAP_CHOWN everywhere");
+  parse_chown_everywhere(&c);
   char seen[2048];
   run_child(child_bounding_ahead, &c, seen, sizeof seen);
   is_str(seen, "kept Bnd=21 Amb=0 | Inh=1 Prm=1 Eff=1 Bnd=21 Amb=1",
