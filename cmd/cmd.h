@@ -60,6 +60,10 @@ struct coil_py_override;
 int cmd_run_container(const struct global_opts *g, struct coil_create_opts *o,
                       const struct coil_py_override *ov, bool detach);
 
+/* The Python bundle `py` and `serve` use when none is given: next to the
+ * binary in a source tree, else the installed one. */
+const char *cmd_default_bundle(char *buf, size_t cap);
+
 /* Prints the command's help to stdout. */
 void cmd_print_help(const struct command *c);
 const struct command *cmd_find(const char *name);

@@ -25,10 +25,9 @@
 #define CODE_MAX (256 << 10)
 #define REQUEST_MAX (64 << 20)
 
-/* The default bundle: next to the binary in a source tree, else installed.
- * The binary is the path coil was started from, not the sealed copy it
+/* The binary is the path coil was started from, not the sealed copy it
  * runs as. */
-static const char *default_bundle(char *buf, size_t cap) {
+const char *cmd_default_bundle(char *buf, size_t cap) {
   const char *origin = exe_seal_origin();
   char exe[PATH_MAX];
   if (origin && strlen(origin) < sizeof exe) {
@@ -226,6 +225,6 @@ int cmd_py(const struct global_opts *g, int argc, char **argv) {
       .systemd_cgroup = g->systemd_cgroup,
       .id = id,
       .bundle =
-          bundle ? bundle : default_bundle(bundle_buf, sizeof bundle_buf)};
+          bundle ? bundle : cmd_default_bundle(bundle_buf, sizeof bundle_buf)};
   return cmd_run_container(g, &o, &ov, false);
 }

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -25,7 +24,6 @@
 
 #include "cleanup.h"
 #include "cmd.h"
-#include "exe_seal.h"
 #include "json_tree.h"
 #include "json_walk.h"
 #include "log.h"
@@ -319,16 +317,31 @@ static struct serve_handler *find_handler(struct serve_tenant *t,
   return NULL;
 }
 
+/* The tenant a request names, if this connection's peer may use it; else
+ * NULL with the error's type and envelope. */
+static struct serve_tenant *tenant_for(const struct conn *c, yajl_val req,
+                                       size_t *tindex, const char **type,
+                                       char **answer) {
+  struct serve_tenant *t = find_tenant(req, tindex, answer);
+  if (!t) {
+    *type = "UnknownTenant";
+    return NULL;
+  }
+  if (!peer_allowed(t->cfg, &c->peer)) {
+    *type = "Forbidden";
+    *answer = serve_error_envelope("Forbidden",
+                                   "this peer may not use the tenant");
+    return NULL;
+  }
+  return t;
+}
+
 static char *op_call(const struct conn *c, yajl_val req, const char *doc,
                      size_t len, size_t *tindex, const char **type) {
   char *answer = NULL;
-  struct serve_tenant *t = find_tenant(req, tindex, &answer);
+  struct serve_tenant *t = tenant_for(c, req, tindex, type, &answer);
   if (!t)
-    return *type = "UnknownTenant", answer;
-  if (!peer_allowed(t->cfg, &c->peer))
-    return *type = "Forbidden",
-           serve_error_envelope("Forbidden",
-                                "this peer may not use the tenant");
+    return answer;
   bool bad = false;
   const char *handler = string_member(req, "handler", &bad);
   const char *code = string_member(req, "code", &bad);
@@ -380,13 +393,9 @@ static char *op_call(const struct conn *c, yajl_val req, const char *doc,
 static char *op_register(const struct conn *c, yajl_val req, size_t *tindex,
                          const char **type) {
   char *answer = NULL;
-  struct serve_tenant *t = find_tenant(req, tindex, &answer);
+  struct serve_tenant *t = tenant_for(c, req, tindex, type, &answer);
   if (!t)
-    return *type = "UnknownTenant", answer;
-  if (!peer_allowed(t->cfg, &c->peer))
-    return *type = "Forbidden",
-           serve_error_envelope("Forbidden",
-                                "this peer may not use the tenant");
+    return answer;
   bool bad = false;
   const char *name = string_member(req, "handler", &bad);
   const char *code = string_member(req, "code", &bad);
@@ -456,13 +465,9 @@ static char *op_register(const struct conn *c, yajl_val req, size_t *tindex,
 static char *op_remove(const struct conn *c, yajl_val req, size_t *tindex,
                        const char **type) {
   char *answer = NULL;
-  struct serve_tenant *t = find_tenant(req, tindex, &answer);
+  struct serve_tenant *t = tenant_for(c, req, tindex, type, &answer);
   if (!t)
-    return *type = "UnknownTenant", answer;
-  if (!peer_allowed(t->cfg, &c->peer))
-    return *type = "Forbidden",
-           serve_error_envelope("Forbidden",
-                                "this peer may not use the tenant");
+    return answer;
   bool bad = false;
   const char *name = string_member(req, "handler", &bad);
   if (bad || !name)
@@ -708,18 +713,6 @@ static void spawn_thread(void *(*fn)(void *), void *arg) {
   pthread_attr_destroy(&at);
 }
 
-static const char *default_bundle(char *buf, size_t cap) {
-  const char *origin = exe_seal_origin();
-  char exe[PATH_MAX];
-  if (origin && strlen(origin) < sizeof exe) {
-    strcpy(exe, origin);
-    snprintf(buf, cap, "%s/bundles/python", dirname(exe));
-    if (access(buf, F_OK) == 0)
-      return buf;
-  }
-  return COIL_DATADIR "/bundles/python";
-}
-
 /* SIGHUP: the limits, peers and recycling of tenants that keep their name
  * and ids take effect, and their templates are replaced. */
 static void reload(const char *path) {
@@ -786,7 +779,7 @@ int cmd_serve(const struct global_opts *g, int argc, char **argv) {
   }
   static char bundle_buf[PATH_MAX];
   server_bundle = config.bundle ? config.bundle
-                                : default_bundle(bundle_buf, sizeof bundle_buf);
+                                : cmd_default_bundle(bundle_buf, sizeof bundle_buf);
   n_tenants = config.n_tenants;
   tenants = calloc(n_tenants, sizeof *tenants);
   metrics = calloc(n_tenants, sizeof *metrics);
