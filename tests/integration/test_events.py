@@ -12,7 +12,10 @@ from harness import (check, coil, describe, new_bundle, new_id, new_root,
 MiB = 1024 * 1024
 
 # Waits for SIGUSR1 (init is pid 1: only a trapped signal reaches it).
-WAIT_USR1 = "trap 'go=1' USR1; echo waiting; while [ -z \"$go\" ]; do sleep 0.05; done; "
+# The shell says it has its trap (/tmp/armed) before it waits for USR1: a
+# USR1 sent earlier would kill it.
+WAIT_USR1 = ("trap 'go=1' USR1; echo > /tmp/armed; "
+             "while [ -z \"$go\" ]; do sleep 0.05; done; ")
 
 
 def _started(args, **overrides):
@@ -89,6 +92,7 @@ def test_events_streams_stats_and_oom_then_exits_when_container_stops():
         first = _read_line(p)
         assert first and first["type"] == "stats" and first["id"] == cid, \
             first
+        _file_in(pid, "/tmp/armed")
         check(coil("kill", cid, "USR1", root=root))
         assert _file_in(pid, "/tmp/ready").strip() == "after-oom"
         seen = []
@@ -121,6 +125,7 @@ def test_events_oom_of_init_is_reported_before_exit():
         # The first line proves events has read the OOM count it starts
         # from; the container's end then ends events.
         assert _read_line(p)["type"] == "stats"
+        _file_in(pid, "/tmp/armed")
         check(coil("kill", cid, "USR1", root=root))
         out, err = p.communicate(timeout=30)
         assert p.returncode == 0, (p.returncode, err)
