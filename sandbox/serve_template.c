@@ -272,9 +272,9 @@ static void send_reply(int fd, int kind, int status, const char *digest,
  * The job brings the cache slot of its code, its limits and entry, and its
  * output and request fds; the child then applies signals, timer and
  * RLIMIT_DATA and python_run_finish (helpers, request, stage 2, the audit
- * hook's deny phase, the handler). A spare forked before
- * its job's code was cached is not used: it is killed and a new one made.
- * A child never serves a second request. */
+ * hook's deny phase, the handler). A spare forked before its job's code
+ * was cached is not used: it is killed and a new one made. A child never
+ * serves a second request. */
 
 /* What the template sends a spare, with [out, request] as SCM_RIGHTS. */
 struct spare_job {
