@@ -34,19 +34,6 @@ static void quote(FILE *f, const char *s, size_t n) {
   fputc('"', f);
 }
 
-static int io_all(int fd, void *buf, size_t n, bool wr) {
-  for (size_t off = 0; off < n;) {
-    ssize_t r = wr ? write(fd, (char *)buf + off, n - off)
-                   : read(fd, (char *)buf + off, n - off);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      return -1;
-    off += (size_t)r;
-  }
-  return 0;
-}
-
 /* coil py's exit status for an envelope (docs/python.md, the table of
  * error types); the server's own errors are coil failing (125). */
 static int exit_code_of(const char *env) {
@@ -250,15 +237,15 @@ int cmd_call(const struct global_opts *g, int argc, char **argv) {
   unsigned char hdr[4] = {
       (unsigned char)(frame_len >> 24), (unsigned char)(frame_len >> 16),
       (unsigned char)(frame_len >> 8), (unsigned char)frame_len};
-  if (io_all(fd, hdr, 4, true) < 0 || io_all(fd, frame, frame_len, true) < 0 ||
-      io_all(fd, hdr, 4, false) < 0) {
+  if (write_exact(fd, hdr, 4) < 0 || write_exact(fd, frame, frame_len) < 0 ||
+      read_exact(fd, hdr, 4) < 0) {
     log_error("call: %s: the server closed the connection", sock);
     return EXIT_COIL_FAILED;
   }
   uint32_t n = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 |
                (uint32_t)hdr[2] << 8 | hdr[3];
   cleanup_free char *answer = n <= ANSWER_MAX ? malloc((size_t)n + 1) : NULL;
-  if (!answer || io_all(fd, answer, n, false) < 0) {
+  if (!answer || read_exact(fd, answer, n) < 0) {
     log_error("call: %s: bad answer from the server", sock);
     return EXIT_COIL_FAILED;
   }

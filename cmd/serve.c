@@ -27,6 +27,7 @@
 #include "json_tree.h"
 #include "json_walk.h"
 #include "log.h"
+#include "readall.h"
 #include "serve_config.h"
 #include "serve_pool.h"
 
@@ -121,19 +122,6 @@ static char *metrics_text(size_t *len) {
 }
 
 /* ---- framing ----------------------------------------------------------- */
-
-static int read_exact(int fd, void *buf, size_t n) {
-  size_t off = 0;
-  while (off < n) {
-    ssize_t r = read(fd, (char *)buf + off, n - off);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      return -1;
-    off += (size_t)r;
-  }
-  return 0;
-}
 
 static int write_frame(int fd, const char *buf, size_t len) {
   unsigned char hdr[4] = {(unsigned char)(len >> 24),

@@ -52,3 +52,27 @@ int read_file_or_stdin(const char *path, size_t cap, bool truncate, char **out,
     close(fd);
   return r < 0 ? coil_error_prefix(err, "%s", is_stdin ? "<stdin>" : path) : 0;
 }
+
+int read_exact(int fd, void *buf, size_t n) {
+  for (size_t off = 0; off < n;) {
+    ssize_t r = read(fd, (char *)buf + off, n - off);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return -1;
+    off += (size_t)r;
+  }
+  return 0;
+}
+
+int write_exact(int fd, const void *buf, size_t n) {
+  for (size_t off = 0; off < n;) {
+    ssize_t w = write(fd, (const char *)buf + off, n - off);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return -1;
+    off += (size_t)w;
+  }
+  return 0;
+}

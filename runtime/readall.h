@@ -1,5 +1,5 @@
-/* Reading a whole file or pipe with a size cap: configs, code, requests,
- * cgroup files. */
+/* Reading a whole file or pipe with a size cap (configs, code, requests,
+ * cgroup files), and exact-length reads and writes (framed protocols). */
 #ifndef COIL_READALL_H
 #define COIL_READALL_H
 
@@ -18,5 +18,10 @@ int read_all(int fd, size_t cap, bool truncate, char **out, size_t *len,
 /* read_all of a file, or of stdin when path is "-"; errors name the path. */
 int read_file_or_stdin(const char *path, size_t cap, bool truncate, char **out,
                        size_t *len, struct coil_error *err);
+
+/* Exactly n bytes from or to fd, EINTR retried; -1 on an error or an early
+ * end of stream. */
+int read_exact(int fd, void *buf, size_t n);
+int write_exact(int fd, const void *buf, size_t n);
 
 #endif
