@@ -288,6 +288,20 @@ def read_config(bundle):
         return json.load(f)
 
 
+def python_bundle(disable=(), edit=None):
+    """A copy of bundles/python's config on its real rootfs, with
+    sandbox.disable set and edit(cfg) applied: a new bundle directory."""
+    src = os.path.join(REPO, "bundles", "python")
+    cfg = read_config(src)
+    cfg["root"]["path"] = os.path.join(src, "rootfs")
+    cfg["sandbox"]["disable"] = list(disable)
+    if edit:
+        edit(cfg)
+    d = tmpdir()
+    write_config(d, cfg)
+    return d
+
+
 def _mapped_root(cfg):
     """Host (uid, gid) of container root under cfg's mappings, or None."""
     lx = cfg.get("linux") or {}

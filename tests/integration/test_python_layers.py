@@ -12,8 +12,6 @@ import os
 
 import harness
 
-DEFAULT_BUNDLE = os.path.join(harness.REPO, "bundles", "python")
-ROOTFS = os.path.join(DEFAULT_BUNDLE, "rootfs")
 
 # Reaches the posix module without any name the restricted builtins lack:
 # only the AST gate refuses this (attack A01).
@@ -26,12 +24,7 @@ def posix_module():
 
 
 def bundle(disable):
-    cfg = harness.read_config(DEFAULT_BUNDLE)
-    cfg["root"]["path"] = ROOTFS
-    cfg["sandbox"]["disable"] = list(disable)
-    d = harness.tmpdir()
-    harness.write_config(d, cfg)
-    return d
+    return harness.python_bundle(disable)
 
 
 def py(disable, body, extra=(), binary=None):

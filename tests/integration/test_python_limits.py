@@ -206,13 +206,6 @@ BOMBS = (
 )
 
 
-def bomb_bundle(disable):
-    cfg = harness.read_config(DEFAULT_BUNDLE)
-    cfg["root"]["path"] = ROOTFS
-    cfg["sandbox"]["disable"] = list(disable)
-    b = harness.tmpdir()
-    harness.write_config(b, cfg)
-    return b
 
 
 def bomb_args(bundle, code, handler_mode):
@@ -230,7 +223,7 @@ def memory_bombs(binary, disable):
     With the rlimit on, the huge allocation is refused before a page of it
     is touched: its peak stays within the headroom of the idle run."""
     up_front = "rlimit-memory" not in disable
-    b = bomb_bundle(disable)
+    b = harness.python_bundle(disable)
     bad = []
     for handler_mode in (False, True):
         idle_code = "return 1" if handler_mode else "x = 1"

@@ -21,7 +21,6 @@ import harness
 from harness import describe
 
 DEFAULT_BUNDLE = os.path.join(harness.REPO, "bundles", "python")
-ROOTFS = os.path.join(DEFAULT_BUNDLE, "rootfs")
 
 # Reaches the posix module (only with the ast layer off): the observation
 # tests read the sandbox's own /proc/self/status from the inside.
@@ -38,17 +37,13 @@ LOOP = "def handle(request):\n    n = 0\n    while True:\n        n += 1\n"
 def bundle(disable=(), cpu=(10, 11), edit=None):
     """The default bundle with a CPU rlimit that outlasts the test (so only
     the signal or the wall clock ends a loop), layers off and cfg edits."""
-    cfg = harness.read_config(DEFAULT_BUNDLE)
-    cfg["root"]["path"] = ROOTFS
-    for rl in cfg["process"]["rlimits"]:
-        if rl["type"] == "RLIMIT_CPU":
-            rl["soft"], rl["hard"] = cpu
-    cfg["sandbox"]["disable"] = list(disable)
-    if edit:
-        edit(cfg)
-    d = harness.tmpdir()
-    harness.write_config(d, cfg)
-    return d
+    def change(cfg):
+        for rl in cfg["process"]["rlimits"]:
+            if rl["type"] == "RLIMIT_CPU":
+                rl["soft"], rl["hard"] = cpu
+        if edit:
+            edit(cfg)
+    return harness.python_bundle(disable, change)
 
 
 def envelope(stdout):

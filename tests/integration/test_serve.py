@@ -22,7 +22,6 @@ sys.path.insert(0, os.path.join(harness.REPO, "sandbox"))
 import coil_client  # noqa: E402
 
 DEFAULT_BUNDLE = os.path.join(harness.REPO, "bundles", "python")
-ROOTFS = os.path.join(DEFAULT_BUNDLE, "rootfs")
 
 # Host ids of the tenants' sandboxes: away from the harness's 100000 range.
 UID_T1 = 310000
@@ -33,17 +32,6 @@ def tenant(name, uid, **kw):
     t = {"name": name, "uid": uid, "gid": uid, "allow": {"uids": [0]}}
     t.update(kw)
     return t
-
-
-def layer_bundle(disable):
-    """bundles/python on its real rootfs with sandbox.disable set."""
-    cfg = harness.read_config(DEFAULT_BUNDLE)
-    cfg["root"]["path"] = ROOTFS
-    if disable:
-        cfg["sandbox"]["disable"] = list(disable)
-    d = harness.tmpdir()
-    harness.write_config(d, cfg)
-    return d
 
 
 class Server:
@@ -501,7 +489,7 @@ def test_serve_no_request_sees_a_previous_ones_data():
     request stores a secret in a file in /tmp, module state, builtins, the
     environment, the re cache and the heap; the next request looks for it
     everywhere and finds nothing."""
-    b = layer_bundle(["ast", "builtins", "audit", "seccomp", "landlock"])
+    b = harness.python_bundle(["ast", "builtins", "audit", "seccomp", "landlock"])
     with Server([tenant("t1", UID_T1, bundle=b)]) as s, s.client("t1") as c:
         for i in range(3):
             secret = "SECRET%d%s" % (i, os.urandom(8).hex())
@@ -533,7 +521,7 @@ def test_serve_landlock_keeps_every_request_from_writing_tmp():
     fresh tmpfs per execution then): that is safe only while no execution
     can write there. With every other in-process layer off, so the handler
     has real Python, creating a file or a directory in /tmp is denied."""
-    b = layer_bundle(["ast", "builtins", "audit", "seccomp"])
+    b = harness.python_bundle(["ast", "builtins", "audit", "seccomp"])
     with Server([tenant("t1", UID_T1, bundle=b)]) as s, s.client("t1") as c:
         for _ in range(2):
             env = c.call(code=TMP_WRITE, request={})
@@ -618,7 +606,7 @@ def test_serve_tenant_cannot_signal_another():
     """A tenant whose handler has real Python (the in-process layers and
     seccomp off) signals every pid it can name, the other tenant's template
     and server included, and forks: the other tenant keeps answering."""
-    b = layer_bundle(["ast", "builtins", "audit", "seccomp", "landlock"])
+    b = harness.python_bundle(["ast", "builtins", "audit", "seccomp", "landlock"])
     tenants = [tenant("good", UID_T1), tenant("bad", UID_T2, bundle=b)]
     with Server(tenants) as s:
         good = s.templates()["good"]
@@ -812,9 +800,9 @@ def test_serve_memory_bombs_stopped_by_either_bound_alone():
     d, enter = harness.capped_cgroup()
     rl_limit, cg_limit = 64 << 20, 160 << 20
     tenants = [
-        tenant("rl", UID_T1, bundle=layer_bundle(["cgroup"]),
+        tenant("rl", UID_T1, bundle=harness.python_bundle(["cgroup"]),
                limits={"memory_mb": rl_limit >> 20, "timeout_ms": 30000}),
-        tenant("cg", UID_T2, bundle=layer_bundle(["rlimit-memory"]),
+        tenant("cg", UID_T2, bundle=harness.python_bundle(["rlimit-memory"]),
                limits={"timeout_ms": 30000},
                cgroup={"memory_mb": cg_limit >> 20}),
     ]
@@ -858,7 +846,7 @@ def test_serve_attack_corpus_contained_as_under_coil_py():
         # A long wall clock: the CPU attacks must meet their CPU limit even
         # on a loaded host.
         tenants.append(tenant(name, 330000 + i * 10,
-                              bundle=layer_bundle([layer] if layer else []),
+                              bundle=harness.python_bundle([layer] if layer else []),
                               limits={"timeout_ms": 30000}))
     problems = []
     with Server(tenants, env=sec.env()) as s:
