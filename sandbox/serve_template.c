@@ -161,6 +161,11 @@ static struct lockdown_filters filters; /* compiled once for every child */
  * read-only from before the request is read), so there is nothing of a
  * previous execution to hide and the mount and its teardown are saved. */
 static bool fresh_tmp;
+/* A mount namespace of its own per child, where any of the three layers
+ * that each stop a child mounting (no capabilities, seccomp stage 1,
+ * Landlock) is off: with all three in force it would isolate nothing, and
+ * its teardown waits for an expedited RCU grace period on every exit. */
+static bool own_mountns;
 /* Done once here for every child (privileges.h): the bounding set shed,
  * every signal disposition default. */
 static bool bounding_dropped, dispositions_default;
@@ -399,7 +404,7 @@ static bool spare_fork(const struct serve_template_setup *s) {
     return false;
   PyOS_BeforeFork();
   unsigned long flags = CLONE_NEWPID | CLONE_PIDFD | SIGCHLD;
-  if (layer_on(s->disabled, LAYER_MOUNTNS))
+  if (own_mountns)
     flags |= CLONE_NEWNS;
   int pidfd = -1;
   pid_t pid = (pid_t)syscall(SYS_clone, flags, NULL, &pidfd, NULL, 0);
@@ -526,13 +531,17 @@ static bool serve_one(const struct serve_template_setup *s) {
       send_reply(job_fd, SERVE_REPLY_STARTED, 0, digest, 0, pidfd);
       close(pidfd);
       kept = true;
-      /* The next job's child, made while this one runs. */
-      spare_fork(s);
     }
   }
+  /* Closed before the next spare is cloned: a copy of the output pipe in
+   * the spare would hold back the server's end of file until the spare
+   * closes its inherited fds. */
   for (int i = 0; i < SERVE_JOB_FDS; i++)
     if (i != SERVE_FD_JOB || !kept)
       close(fds[i]);
+  /* The next job's child, made while this one runs. */
+  if (kept)
+    spare_fork(s);
   return true;
 }
 
@@ -570,8 +579,11 @@ static void serve_template_main(void *arg, int start_conn) {
       die("capabilities", err.msg);
     bounding_dropped = true;
   }
-  fresh_tmp = layer_on(s->disabled, LAYER_MOUNTNS) &&
-              !(layer_on(s->disabled, LAYER_LANDLOCK) && landlock_abi() > 0);
+  bool landlock = layer_on(s->disabled, LAYER_LANDLOCK) && landlock_abi() > 0;
+  fresh_tmp = layer_on(s->disabled, LAYER_MOUNTNS) && !landlock;
+  own_mountns = layer_on(s->disabled, LAYER_MOUNTNS) &&
+                !(landlock && layer_on(s->disabled, LAYER_SECCOMP) &&
+                  layer_on(s->disabled, LAYER_CAPS));
   if (layer_on(s->disabled, LAYER_SECCOMP) &&
       lockdown_compile(&filters, &err) < 0)
     die("seccomp", err.msg);

@@ -439,6 +439,31 @@ def test_serve_each_child_is_pid_1_of_a_fresh_pid_namespace():
         assert len(both) == 2 and both[0] != both[1], both
 
 
+def test_serve_child_mount_namespace_kept_while_any_mount_blocker_is_off():
+    """A child shares its template's mount namespace only while the three
+    layers that each stop it mounting (no capabilities, seccomp, Landlock)
+    are all in force; with any one of them off it gets a namespace of its
+    own, so a mount it managed could not reach the next execution."""
+    cases = [("full", []), ("caps", ["caps"]), ("seccomp", ["seccomp"]),
+             ("landlock", ["landlock"])]
+    tenants = [tenant(name, 340000 + i * 10, bundle=harness.python_bundle(off))
+               for i, (name, off) in enumerate(cases)]
+    with Server(tenants) as s:
+        for name, off in cases:
+            with s.client(name) as c:
+                assert c.call(code="def handle(r):\n    return 1\n")["ok"]
+            tpid = s.templates()[name]
+            deadline = time.time() + 10
+            kids = children(tpid)
+            while not kids and time.time() < deadline:
+                time.sleep(0.01)
+                kids = children(tpid)
+            assert kids, "%s: no spare child of the template" % name
+            own = os.readlink("/proc/%d/ns/mnt" % kids[0])
+            shared = own == os.readlink("/proc/%d/ns/mnt" % tpid)
+            assert shared == (not off), (name, own)
+
+
 LEAK_WRITE = """
 import os, sys, gc, json, re
 KEEP = []
