@@ -500,9 +500,12 @@ struct job_state {
   size_t len, cap;
   bool overflow;
   bool started, ended, watchdog, template_failed, oom_killed;
+  bool out_done; /* end of file on the output: the answer is final */
+  int pidfd;     /* the child's, from the STARTED reply, or -1 */
   int status;
   double cpu;
   char digest[65];
+  long long deadline, hard;
 };
 
 /* Sends the job; false when the template's channel is dead (no child can
@@ -549,28 +552,58 @@ static void kill_child(int pidfd) {
 }
 
 /* Collects the child's output and the template's replies until both are
- * complete, killing the child at the deadline or over the output cap. */
-static void collect(int out_r, int job_s, long long deadline, size_t out_cap,
+ * complete, killing the child at the deadline or over the output cap. With
+ * early, it returns as soon as the child has started and closed its output
+ * after writing some: nothing the child or its exit status does later can
+ * change the answer (python_classify reads the output first), so only the
+ * reap is left, for finish_job. */
+static void collect(int out_r, int job_s, size_t out_cap, bool early,
                     struct job_state *s) {
-  int pidfd = -1;
-  bool out_open = true, job_open = true;
-  long long hard = deadline + 5000;
-  while (out_open || job_open) {
+  bool job_open = true;
+  while (!s->out_done || job_open) {
+    if (early && s->out_done && s->started && s->len > 0)
+      return;
     long long now = now_ms();
-    if (!s->watchdog && !s->ended && now >= deadline) {
+    if (!s->watchdog && !s->ended && now >= s->deadline) {
       s->watchdog = true;
-      kill_child(pidfd);
+      kill_child(s->pidfd);
     }
-    if (now >= hard) {
+    if (now >= s->hard) {
       s->template_failed = !s->ended;
       break;
     }
-    long long until = s->watchdog ? hard : deadline;
-    struct pollfd p[2] = {{.fd = out_open ? out_r : -1, .events = POLLIN},
+    long long until = s->watchdog ? s->hard : s->deadline;
+    struct pollfd p[2] = {{.fd = s->out_done ? -1 : out_r, .events = POLLIN},
                           {.fd = job_open ? job_s : -1, .events = POLLIN}};
     int n = poll(p, 2, (int)(until - now));
     if (n < 0 && errno != EINTR)
       break;
+    if (p[1].revents) {
+      struct serve_job_reply rep;
+      int fd = -1;
+      ssize_t r = recv_fd(job_s, &rep, sizeof rep, &fd);
+      if (r == (ssize_t)sizeof rep) {
+        memcpy(s->digest, rep.digest, sizeof s->digest);
+        s->digest[64] = '\0';
+        if (rep.kind == SERVE_REPLY_STARTED && fd >= 0) {
+          s->started = true;
+          s->pidfd = fd;
+          fd = -1;
+          if (s->watchdog || s->overflow)
+            kill_child(s->pidfd);
+        } else if (rep.kind == SERVE_REPLY_ENDED) {
+          s->ended = true;
+          s->status = rep.status;
+          s->cpu = rep.cpu_seconds;
+        }
+      } else {
+        job_open = false;
+        if (!s->ended)
+          s->template_failed = true;
+      }
+      if (fd >= 0)
+        close(fd);
+    }
     if (p[0].revents) {
       if (s->len == s->cap) {
         size_t ncap = s->cap ? s->cap * 2 : 4096;
@@ -585,46 +618,19 @@ static void collect(int out_r, int job_s, long long deadline, size_t out_cap,
         s->len += (size_t)r;
         if (s->len > out_cap && !s->overflow) {
           s->overflow = true;
-          kill_child(pidfd);
+          kill_child(s->pidfd);
         }
       } else if (r == 0 || errno != EINTR) {
-        out_open = false;
+        s->out_done = true;
       }
-    }
-    if (p[1].revents) {
-      struct serve_job_reply rep;
-      int fd = -1;
-      ssize_t r = recv_fd(job_s, &rep, sizeof rep, &fd);
-      if (r == (ssize_t)sizeof rep) {
-        memcpy(s->digest, rep.digest, sizeof s->digest);
-        s->digest[64] = '\0';
-        if (rep.kind == SERVE_REPLY_STARTED && fd >= 0) {
-          s->started = true;
-          pidfd = fd;
-          fd = -1;
-          if (s->watchdog || s->overflow)
-            kill_child(pidfd);
-        } else if (rep.kind == SERVE_REPLY_ENDED) {
-          s->ended = true;
-          s->status = rep.status;
-          s->cpu = rep.cpu_seconds;
-        }
-      } else {
-        job_open = false;
-        if (!s->ended)
-          s->template_failed = true;
-      }
-      if (fd >= 0)
-        close(fd);
     }
   }
-  if (pidfd >= 0) {
+  if (s->pidfd >= 0) {
     if (!s->ended)
-      kill_child(pidfd);
-    close(pidfd);
+      kill_child(s->pidfd);
+    close(s->pidfd);
+    s->pidfd = -1;
   }
-  if (s->out)
-    s->out[s->len] = '\0';
 }
 
 /* The error type named by an envelope's text, or NULL for ok. */
@@ -679,6 +685,50 @@ static void finish(struct serve_outcome *out, char *env, const char *type) {
   out->type = env ? type : "Exception";
 }
 
+/* The rest of a job answered early: the child's reap, under the deadline
+ * still, then its template reference and in-flight slot, so the tenant's
+ * cap keeps counting the child until it is gone. */
+struct finishing {
+  struct serve_tenant *t;
+  struct serve_template *tm;
+  int job_s;
+  struct job_state s;
+};
+
+static void *finish_job(void *arg) {
+  struct finishing *f = arg;
+  collect(-1, f->job_s, 0, false, &f->s);
+  close(f->job_s);
+  struct serve_tenant *t = f->t;
+  struct serve_template *tm = f->tm;
+  bool broken = f->s.template_failed;
+  free(f);
+  release(t, tm, broken);
+  give_slot(t);
+  return NULL;
+}
+
+/* Hands the rest of the job to a thread of its own; false (the caller
+ * finishes it) when there is none to be had. */
+static bool finish_later(struct serve_tenant *t, struct serve_template *tm,
+                         int job_s, const struct job_state *s) {
+  struct finishing *f = malloc(sizeof *f);
+  if (!f)
+    return false;
+  *f = (struct finishing){.t = t, .tm = tm, .job_s = job_s, .s = *s};
+  f->s.out = NULL;
+  pthread_attr_t at;
+  pthread_attr_init(&at);
+  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&at, 64 * 1024);
+  pthread_t th;
+  bool ok = pthread_create(&th, &at, finish_job, f) == 0;
+  pthread_attr_destroy(&at);
+  if (!ok)
+    free(f);
+  return ok;
+}
+
 void serve_run(struct serve_tenant *t, enum serve_job_kind kind,
                const char *code, size_t code_len, const char *entry,
                const char *request, size_t request_len,
@@ -699,9 +749,9 @@ void serve_run(struct serve_tenant *t, enum serve_job_kind kind,
       .memory_mb = (uint32_t)lim->memory_mb,
       .output_bytes = (uint32_t)lim->output_bytes,
   };
-  struct job_state s = {0};
+  struct job_state s = {.pidfd = -1};
   char why[1100] = "";
-  bool sent = false;
+  bool sent = false, early = false;
   struct serve_template *tm = NULL;
   int out_r = -1, job_s = -1;
   unsigned long long ooms = 0;
@@ -714,9 +764,16 @@ void serve_run(struct serve_tenant *t, enum serve_job_kind kind,
     ooms = tm->cg ? cgroup_oom_kills(tm->cg) : 0;
     sent = send_job(tm, &j, code, entry, request, request_len, &out_r, &job_s);
     if (sent) {
-      collect(out_r, job_s, now_ms() + lim->timeout_ms + GRACE_MS,
-              (size_t)lim->output_bytes + 4096, &s);
+      s.deadline = now_ms() + lim->timeout_ms + GRACE_MS;
+      s.hard = s.deadline + 5000;
+      collect(out_r, job_s, (size_t)lim->output_bytes + 4096,
+              kind == SERVE_JOB_CALL, &s);
       close(out_r);
+      if (s.out)
+        s.out[s.len] = '\0';
+      early = !s.ended && s.pidfd >= 0 && finish_later(t, tm, job_s, &s);
+      if (early)
+        break;
       close(job_s);
       s.oom_killed = tm->cg && cgroup_oom_kills(tm->cg) > ooms;
     }
@@ -725,11 +782,12 @@ void serve_run(struct serve_tenant *t, enum serve_job_kind kind,
     if (!failed)
       break;
     free(s.out);
-    s = (struct job_state){0};
+    s = (struct job_state){.pidfd = -1};
     sent = false;
     snprintf(why, sizeof why, "tenant %s: the template failed", t->cfg->name);
   }
-  give_slot(t);
+  if (!early)
+    give_slot(t);
   if (!sent) {
     finish(out, serve_error_envelope("Unavailable", why), "Unavailable");
     return;

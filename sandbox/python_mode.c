@@ -132,6 +132,13 @@ static int install_signal_handlers(const struct python_ctx *c,
   return 0;
 }
 
+/* The answer is complete: the pipe closes before the exit, so its reader
+ * can answer while this address space is still being torn down. */
+static void __attribute__((noreturn)) answered(int code) {
+  close(OUT_FD);
+  _exit(code);
+}
+
 static void __attribute__((noreturn))
 fail(const struct python_ctx *c, const char *type, int code, const char *msg) {
   block_ending_signals();
@@ -141,7 +148,7 @@ fail(const struct python_ctx *c, const char *type, int code, const char *msg) {
   } else {
     dprintf(2, "coil: %s: %s\n", type, msg);
   }
-  _exit(code);
+  answered(code);
 }
 
 static int arm_timer(const struct python_ctx *c, struct coil_error *err) {
@@ -215,7 +222,7 @@ report_exception(const struct python_ctx *c) {
     else
       dprintf(2, "%s:%d:%d: %s\n", c->code_name, line, col, msg);
   }
-  _exit(memory ? PY_EXIT_LIMIT : PY_EXIT_RAISED);
+  answered(memory ? PY_EXIT_LIMIT : PY_EXIT_RAISED);
 }
 
 void python_write_violation(int fd, const struct gate_result *g) {
@@ -291,7 +298,7 @@ run_user_code(const struct python_ctx *c, PyObject *code, PyObject *globals,
   if (!c->entry) {
     if (out_len && write(OUT_FD, out, out_len) < 0)
       _exit(PY_EXIT_COIL);
-    _exit(0);
+    answered(0);
   }
   struct coil_error err;
   if (protocol_write_result(OUT_FD, result, out, out_len, c->max_output, &err) <
@@ -300,7 +307,7 @@ run_user_code(const struct python_ctx *c, PyObject *code, PyObject *globals,
       report_output_limit(c, err.msg);
     fail(c, "Exception", PY_EXIT_RAISED, err.msg);
   }
-  _exit(0);
+  answered(0);
 }
 
 void python_run_arm(const struct python_ctx *c) {

@@ -405,15 +405,23 @@ def test_serve_each_child_is_pid_1_of_a_fresh_pid_namespace():
                 fut = ex.submit(call)
                 child = None
                 deadline = time.time() + 10
+                # Any child will do (the one running, the spare): the one
+                # before may still be exiting after its answer, so a child
+                # that vanishes while read is skipped.
                 while child is None and time.time() < deadline:
-                    kids = children(tpid)
-                    child = kids[0] if kids else None
+                    for kid in children(tpid):
+                        try:
+                            with open("/proc/%d/status" % kid) as f:
+                                nspid = [ln for ln in f
+                                         if ln.startswith("NSpid:")][0].split()
+                            ns = os.readlink("/proc/%d/ns/pid" % kid)
+                        except (OSError, IndexError):
+                            continue
+                        child = kid
+                        break
                     if child is None:
                         time.sleep(0.005)
                 assert child, "no child of the template appeared"
-                with open("/proc/%d/status" % child) as f:
-                    nspid = [ln for ln in f if ln.startswith("NSpid:")][0].split()
-                ns = os.readlink("/proc/%d/ns/pid" % child)
                 assert fut.result()["result"] == 1500000
             assert nspid[-1] == "1", nspid
             assert ns != tns
