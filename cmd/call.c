@@ -234,11 +234,8 @@ int cmd_call(const struct global_opts *g, int argc, char **argv) {
     log_error("call: --socket: connect %s: %s", sock, strerror(errno));
     return EXIT_COIL_FAILED;
   }
-  unsigned char hdr[4] = {
-      (unsigned char)(frame_len >> 24), (unsigned char)(frame_len >> 16),
-      (unsigned char)(frame_len >> 8), (unsigned char)frame_len};
-  if (write_exact(fd, hdr, 4) < 0 || write_exact(fd, frame, frame_len) < 0 ||
-      read_exact(fd, hdr, 4) < 0) {
+  unsigned char hdr[4];
+  if (write_frame(fd, frame, frame_len) < 0 || read_exact(fd, hdr, 4) < 0) {
     log_error("call: %s: the server closed the connection", sock);
     return EXIT_COIL_FAILED;
   }

@@ -121,31 +121,6 @@ static char *metrics_text(size_t *len) {
   return buf;
 }
 
-/* ---- framing ----------------------------------------------------------- */
-
-static int write_frame(int fd, const char *buf, size_t len) {
-  unsigned char hdr[4] = {(unsigned char)(len >> 24),
-                          (unsigned char)(len >> 16), (unsigned char)(len >> 8),
-                          (unsigned char)len};
-  struct iovec iov[2] = {{hdr, 4}, {(void *)buf, len}};
-  size_t total = 4 + len, done = 0;
-  while (done < total) {
-    ssize_t w = writev(fd, iov, 2);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return -1;
-    done += (size_t)w;
-    for (int i = 0; i < 2; i++) {
-      size_t k = (size_t)w < iov[i].iov_len ? (size_t)w : iov[i].iov_len;
-      iov[i].iov_base = (char *)iov[i].iov_base + k;
-      iov[i].iov_len -= k;
-      w -= (ssize_t)k;
-    }
-  }
-  return 0;
-}
-
 /* ---- the raw text of one member --------------------------------------- */
 
 /* The end of the JSON value starting at p (the document is valid JSON). */

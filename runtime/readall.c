@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -65,14 +66,24 @@ int read_exact(int fd, void *buf, size_t n) {
   return 0;
 }
 
-int write_exact(int fd, const void *buf, size_t n) {
-  for (size_t off = 0; off < n;) {
-    ssize_t w = write(fd, (const char *)buf + off, n - off);
+int write_frame(int fd, const void *buf, size_t n) {
+  unsigned char hdr[4] = {(unsigned char)(n >> 24), (unsigned char)(n >> 16),
+                          (unsigned char)(n >> 8), (unsigned char)n};
+  struct iovec iov[2] = {{hdr, 4}, {(void *)buf, n}};
+  size_t total = 4 + n, done = 0;
+  while (done < total) {
+    ssize_t w = writev(fd, iov, 2);
     if (w < 0 && errno == EINTR)
       continue;
     if (w <= 0)
       return -1;
-    off += (size_t)w;
+    done += (size_t)w;
+    for (int i = 0; i < 2; i++) {
+      size_t k = (size_t)w < iov[i].iov_len ? (size_t)w : iov[i].iov_len;
+      iov[i].iov_base = (char *)iov[i].iov_base + k;
+      iov[i].iov_len -= k;
+      w -= (ssize_t)k;
+    }
   }
   return 0;
 }
