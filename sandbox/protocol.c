@@ -202,8 +202,7 @@ int protocol_write_result(int fd, PyObject *result, const char *out,
     r = coil_error_set(err, EFBIG,
                        "result: %zu bytes, over the %zu-byte output cap", len,
                        cap);
-  if (r == 0 && (protocol_write_all(fd, buf, len) < 0 ||
-                 protocol_write_all(fd, (const unsigned char *)"\n", 1) < 0))
+  if (r == 0 && protocol_write_line(fd, buf, len) < 0)
     r = coil_error_sys(err, errno, "write result");
   yajl_gen_free(g);
   return r;

@@ -4,6 +4,7 @@
 #include "protocol_error.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,6 +19,20 @@ int protocol_write_all(int fd, const unsigned char *buf, size_t len) {
     len -= (size_t)w;
   }
   return 0;
+}
+
+int protocol_write_line(int fd, const unsigned char *buf, size_t len) {
+  unsigned char *line = malloc(len + 1);
+  if (!line)
+    return protocol_write_all(fd, buf, len) < 0 ||
+                   protocol_write_all(fd, (const unsigned char *)"\n", 1) < 0
+               ? -1
+               : 0;
+  memcpy(line, buf, len);
+  line[len] = '\n';
+  int r = protocol_write_all(fd, line, len + 1);
+  free(line);
+  return r;
 }
 
 /* Length of the valid UTF-8 sequence at s (n > 0 bytes left), or 0: no
@@ -128,10 +143,8 @@ void protocol_write_error(int fd, const struct protocol_failure *f,
   yajl_gen_map_close(g);
   const unsigned char *buf;
   size_t len = 0;
-  if (yajl_gen_get_buf(g, &buf, &len) == yajl_gen_status_ok) {
-    protocol_write_all(fd, buf, len);
-    protocol_write_all(fd, (const unsigned char *)"\n", 1);
-  }
+  if (yajl_gen_get_buf(g, &buf, &len) == yajl_gen_status_ok)
+    protocol_write_line(fd, buf, len);
   yajl_gen_free(g);
 }
 

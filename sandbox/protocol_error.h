@@ -38,5 +38,8 @@ bool protocol_utf8_valid(const char *s, size_t n);
 
 /* Writes all of buf, retrying on EINTR; 0, or -1. */
 int protocol_write_all(int fd, const unsigned char *buf, size_t len);
+/* buf and a newline in one write (the reader wakes once for an envelope);
+ * 0, or -1. */
+int protocol_write_line(int fd, const unsigned char *buf, size_t len);
 
 #endif
