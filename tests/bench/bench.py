@@ -507,23 +507,36 @@ class Serve:
         cloned ahead of the next request (PSS and private memory add up;
         RSS would count their shared pages twice)."""
         pid = self.template_pid()
-        try:
-            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-                pids = [pid] + [int(p) for p in f.read().split()]
-        except OSError:
-            pids = [pid]
+        # The last execution's child may still be exiting after its answer:
+        # wait until only the spare is left.
+        deadline = time.time() + 5
+        while True:
+            try:
+                with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+                    kids = [int(p) for p in f.read().split()]
+            except OSError:
+                kids = []
+            if len(kids) <= 1 or time.time() > deadline:
+                break
+            time.sleep(0.01)
+        pids = [pid] + kids
         kb = {"Rss": 0, "Pss": 0, "Private_Dirty": 0}
+        counted = 0
         for p in pids:
-            with open("/proc/%d/smaps_rollup" % p) as f:
-                for line in f:
-                    k, _, v = line.partition(":")
-                    if k in kb:
-                        kb[k] += int(v.split()[0])
+            try:
+                with open("/proc/%d/smaps_rollup" % p) as f:
+                    for line in f:
+                        k, _, v = line.partition(":")
+                        if k in kb:
+                            kb[k] += int(v.split()[0])
+                counted += 1
+            except OSError:
+                pass
         self.cg = self.memory_cgroup(pid)
         self.lines.append(
             "idle tenant (template %d + %d spare): PSS %.1f MB, private "
             "dirty %.1f MB (template RSS %.1f MB)" % (
-                pid, len(pids) - 1, kb["Pss"] / 1024,
+                pid, counted - 1, kb["Pss"] / 1024,
                 kb["Private_Dirty"] / 1024, self.template_rss(pid) / 1024))
 
     @staticmethod
