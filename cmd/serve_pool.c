@@ -5,9 +5,11 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -551,12 +553,66 @@ static void kill_child(int pidfd) {
     syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
 }
 
+/* The deadline at now: the child is killed once it passes; false once
+ * the hard limit passed too (the template is taken for failed). */
+static bool within_deadline(struct job_state *s, long long now) {
+  if (!s->watchdog && !s->ended && now >= s->deadline) {
+    s->watchdog = true;
+    kill_child(s->pidfd);
+  }
+  if (now >= s->hard) {
+    s->template_failed = !s->ended;
+    return false;
+  }
+  return true;
+}
+
+/* One reply of the template's on job_s; false at the channel's end. */
+static bool take_reply(int job_s, struct job_state *s) {
+  struct serve_job_reply rep;
+  int fd = -1;
+  ssize_t r = recv_fd(job_s, &rep, sizeof rep, &fd);
+  if (r != (ssize_t)sizeof rep) {
+    if (fd >= 0)
+      close(fd);
+    if (!s->ended)
+      s->template_failed = true;
+    return false;
+  }
+  memcpy(s->digest, rep.digest, sizeof s->digest);
+  s->digest[64] = '\0';
+  if (rep.kind == SERVE_REPLY_STARTED && fd >= 0) {
+    s->started = true;
+    s->pidfd = fd;
+    fd = -1;
+    if (s->watchdog || s->overflow)
+      kill_child(s->pidfd);
+  } else if (rep.kind == SERVE_REPLY_ENDED) {
+    s->ended = true;
+    s->status = rep.status;
+    s->cpu = rep.cpu_seconds;
+  }
+  if (fd >= 0)
+    close(fd);
+  return true;
+}
+
+/* The child's pidfd let go, the child killed first if it was not reaped. */
+static void drop_child(struct job_state *s) {
+  if (s->pidfd >= 0) {
+    if (!s->ended)
+      kill_child(s->pidfd);
+    close(s->pidfd);
+    s->pidfd = -1;
+  }
+}
+
 /* Collects the child's output and the template's replies until both are
  * complete, killing the child at the deadline or over the output cap. With
  * early, it returns as soon as the child has started and closed its output
  * after writing some: nothing the child or its exit status does later can
  * change the answer (python_classify reads the output first), so only the
- * reap is left, for finish_job. */
+ * reap is left, for the finisher. */
 static void collect(int out_r, int job_s, size_t out_cap, bool early,
                     struct job_state *s) {
   bool job_open = true;
@@ -564,46 +620,16 @@ static void collect(int out_r, int job_s, size_t out_cap, bool early,
     if (early && s->out_done && s->started && s->len > 0)
       return;
     long long now = now_ms();
-    if (!s->watchdog && !s->ended && now >= s->deadline) {
-      s->watchdog = true;
-      kill_child(s->pidfd);
-    }
-    if (now >= s->hard) {
-      s->template_failed = !s->ended;
+    if (!within_deadline(s, now))
       break;
-    }
     long long until = s->watchdog ? s->hard : s->deadline;
     struct pollfd p[2] = {{.fd = s->out_done ? -1 : out_r, .events = POLLIN},
                           {.fd = job_open ? job_s : -1, .events = POLLIN}};
     int n = poll(p, 2, (int)(until - now));
     if (n < 0 && errno != EINTR)
       break;
-    if (p[1].revents) {
-      struct serve_job_reply rep;
-      int fd = -1;
-      ssize_t r = recv_fd(job_s, &rep, sizeof rep, &fd);
-      if (r == (ssize_t)sizeof rep) {
-        memcpy(s->digest, rep.digest, sizeof s->digest);
-        s->digest[64] = '\0';
-        if (rep.kind == SERVE_REPLY_STARTED && fd >= 0) {
-          s->started = true;
-          s->pidfd = fd;
-          fd = -1;
-          if (s->watchdog || s->overflow)
-            kill_child(s->pidfd);
-        } else if (rep.kind == SERVE_REPLY_ENDED) {
-          s->ended = true;
-          s->status = rep.status;
-          s->cpu = rep.cpu_seconds;
-        }
-      } else {
-        job_open = false;
-        if (!s->ended)
-          s->template_failed = true;
-      }
-      if (fd >= 0)
-        close(fd);
-    }
+    if (p[1].revents && !take_reply(job_s, s))
+      job_open = false;
     if (p[0].revents) {
       if (s->len == s->cap) {
         size_t ncap = s->cap ? s->cap * 2 : 4096;
@@ -625,12 +651,7 @@ static void collect(int out_r, int job_s, size_t out_cap, bool early,
       }
     }
   }
-  if (s->pidfd >= 0) {
-    if (!s->ended)
-      kill_child(s->pidfd);
-    close(s->pidfd);
-    s->pidfd = -1;
-  }
+  drop_child(s);
 }
 
 /* The error type named by an envelope's text, or NULL for ok. */
@@ -687,29 +708,97 @@ static void finish(struct serve_outcome *out, char *env, const char *type) {
 
 /* The rest of a job answered early: the child's reap, under the deadline
  * still, then its template reference and in-flight slot, so the tenant's
- * cap keeps counting the child until it is gone. */
+ * cap keeps counting the child until it is gone. One finisher thread,
+ * started with the first such job, waits for all of them. */
 struct finishing {
   struct serve_tenant *t;
   struct serve_template *tm;
   int job_s;
   struct job_state s;
+  struct finishing *next;
 };
 
-static void *finish_job(void *arg) {
-  struct finishing *f = arg;
-  collect(-1, f->job_s, 0, false, &f->s);
+static struct {
+  pthread_mutex_t mu;
+  struct finishing *head; /* pushed by callers, unlinked by the finisher */
+  int wake;               /* eventfd: a job was pushed */
+  bool started;
+} fin = {.mu = PTHREAD_MUTEX_INITIALIZER, .wake = -1};
+
+static void finished(struct finishing *f) {
+  pthread_mutex_lock(&fin.mu);
+  struct finishing **pp = &fin.head;
+  while (*pp != f)
+    pp = &(*pp)->next;
+  *pp = f->next;
+  pthread_mutex_unlock(&fin.mu);
   close(f->job_s);
-  struct serve_tenant *t = f->t;
-  struct serve_template *tm = f->tm;
-  bool broken = f->s.template_failed;
+  drop_child(&f->s);
+  release(f->t, f->tm, f->s.template_failed);
+  give_slot(f->t);
   free(f);
-  release(t, tm, broken);
-  give_slot(t);
+}
+
+static void *finisher(void *arg) {
+  (void)arg;
+  struct pollfd *p = NULL;
+  struct finishing **fs = NULL;
+  size_t cap = 0;
+  for (;;) {
+    pthread_mutex_lock(&fin.mu);
+    size_t n = 1;
+    for (struct finishing *f = fin.head; f; f = f->next)
+      n++;
+    if (n > cap) {
+      size_t ncap = n * 2;
+      struct pollfd *np = realloc(p, ncap * sizeof *p);
+      if (np)
+        p = np;
+      struct finishing **nfs = realloc(fs, ncap * sizeof *fs);
+      if (nfs)
+        fs = nfs;
+      if (!np || !nfs) {
+        pthread_mutex_unlock(&fin.mu);
+        usleep(10000);
+        continue;
+      }
+      cap = ncap;
+    }
+    long long until = -1;
+    p[0] = (struct pollfd){.fd = fin.wake, .events = POLLIN};
+    size_t i = 1;
+    for (struct finishing *f = fin.head; f; f = f->next, i++) {
+      fs[i] = f;
+      p[i] = (struct pollfd){.fd = f->job_s, .events = POLLIN};
+      long long d = f->s.watchdog ? f->s.hard : f->s.deadline;
+      if (until < 0 || d < until)
+        until = d;
+    }
+    pthread_mutex_unlock(&fin.mu);
+    long long now = now_ms();
+    int wait = until < 0 ? -1 : until > now ? (int)(until - now) : 0;
+    if (poll(p, n, wait) < 0 && errno != EINTR)
+      continue;
+    if (p[0].revents) {
+      uint64_t v;
+      if (read(fin.wake, &v, sizeof v) < 0)
+        v = 0;
+    }
+    now = now_ms();
+    for (i = 1; i < n; i++) {
+      struct finishing *f = fs[i];
+      bool done = !within_deadline(&f->s, now) ||
+                  (p[i].revents && !take_reply(f->job_s, &f->s)) ||
+                  f->s.ended;
+      if (done)
+        finished(f);
+    }
+  }
   return NULL;
 }
 
-/* Hands the rest of the job to a thread of its own; false (the caller
- * finishes it) when there is none to be had. */
+/* Hands the rest of the job to the finisher; false (the caller finishes
+ * it) when there is none to be had. */
 static bool finish_later(struct serve_tenant *t, struct serve_template *tm,
                          int job_s, const struct job_state *s) {
   struct finishing *f = malloc(sizeof *f);
@@ -717,16 +806,34 @@ static bool finish_later(struct serve_tenant *t, struct serve_template *tm,
     return false;
   *f = (struct finishing){.t = t, .tm = tm, .job_s = job_s, .s = *s};
   f->s.out = NULL;
-  pthread_attr_t at;
-  pthread_attr_init(&at);
-  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&at, 64 * 1024);
-  pthread_t th;
-  bool ok = pthread_create(&th, &at, finish_job, f) == 0;
-  pthread_attr_destroy(&at);
-  if (!ok)
+  pthread_mutex_lock(&fin.mu);
+  if (!fin.started) {
+    pthread_t th;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    fin.wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    fin.started = fin.wake >= 0 && pthread_create(&th, &at, finisher, NULL) == 0;
+    pthread_attr_destroy(&at);
+    if (!fin.started && fin.wake >= 0) {
+      close(fin.wake);
+      fin.wake = -1;
+    }
+  }
+  bool ok = fin.started;
+  if (ok) {
+    f->next = fin.head;
+    fin.head = f;
+  }
+  pthread_mutex_unlock(&fin.mu);
+  if (!ok) {
     free(f);
-  return ok;
+    return false;
+  }
+  uint64_t one = 1;
+  if (write(fin.wake, &one, sizeof one) < 0)
+    log_debug("serve: finisher wake-up: %s", strerror(errno));
+  return true;
 }
 
 void serve_run(struct serve_tenant *t, enum serve_job_kind kind,
@@ -771,9 +878,13 @@ void serve_run(struct serve_tenant *t, enum serve_job_kind kind,
       close(out_r);
       if (s.out)
         s.out[s.len] = '\0';
-      early = !s.ended && s.pidfd >= 0 && finish_later(t, tm, job_s, &s);
-      if (early)
-        break;
+      if (s.pidfd >= 0) {
+        /* Answered early: the reap is left, here if no finisher takes it. */
+        early = finish_later(t, tm, job_s, &s);
+        if (early)
+          break;
+        collect(-1, job_s, 0, false, &s);
+      }
       close(job_s);
       s.oom_killed = tm->cg && cgroup_oom_kills(tm->cg) > ooms;
     }
