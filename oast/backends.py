@@ -10,7 +10,6 @@ while its last sandbox still burns CPU.
   readable by every local user)."""
 
 import asyncio
-import concurrent.futures
 import json
 import os
 import signal
@@ -113,9 +112,10 @@ class PyBackend:
 
 class ServeBackend:
     """Calls a running `coil serve`: handlers are registered once at start
-    (the server gates them), each call is one frame on a pooled connection.
-    The blocking client runs in threads, at most the tenant's max_inflight
-    at a time (the caller holds a slot)."""
+    (the server gates them), each call is one frame on a pooled connection
+    of the tenant's, on the event loop itself (coil_client.AsyncClient: no
+    thread hand-offs). The caller holds one of the tenant's max_inflight
+    slots, which bounds the connections in use."""
 
     name = "serve"
 
@@ -123,7 +123,6 @@ class ServeBackend:
         self.socket = cfg["serve_socket"]
         self.client_cls, self.transport_errors = serve_wire.client_class()
         self.idle = {}
-        self.pool = None
 
     def _client(self, tenant, timeout):
         """An idle connection of the tenant's (their timeout is the
@@ -133,64 +132,57 @@ class ServeBackend:
             return idle.pop()
         return self.client_cls(self.socket, tenant=tenant, timeout=timeout)
 
-    def _register(self, tenant, name, path):
+    async def _register(self, tenant, name, path):
         with open(path, encoding="utf-8") as f:
             code = f.read()
         c = self.client_cls(self.socket, tenant=tenant, timeout=10.0)
         try:
-            env = c.register(name, code, tenant=tenant)
+            return await c.register(name, code, tenant=tenant)
         finally:
-            c.close()
-        return env
+            await c.close()
 
     async def start(self, tenants):
-        workers = sum(t.limits["max_inflight"] for t in tenants.values()) + 1
-        self.pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=workers, thread_name_prefix="oast-serve")
-        loop = asyncio.get_running_loop()
         for t in tenants.values():
             for name, path in t.cfg["handlers"].items():
                 try:
-                    env = await loop.run_in_executor(
-                        self.pool, self._register, t.name, name, path)
+                    env = await self._register(t.name, name, path)
                 except self.transport_errors as e:
                     raise RuntimeError("coil serve at %s: %s" % (self.socket, e))
                 if not env.get("ok"):
                     e = env.get("error") or {}
                     t.rejected[name] = "%s: %s" % (e.get("type"), e.get("message"))
 
-    def _call(self, tenant, handler, path, request, limits):
+    async def call(self, tenant, handler, request, limits):
         lim = {"timeout_ms": limits["timeout_ms"],
                "memory_mb": limits["memory_mb"]}
-        c = self._client(tenant, limits["timeout_ms"] / 1000.0 + KILL_GRACE_S)
+        path = tenant.cfg["handlers"][handler]
+        c = self._client(tenant.name,
+                         limits["timeout_ms"] / 1000.0 + KILL_GRACE_S)
         try:
-            env = c.call(handler=handler, request=request, limits=lim,
-                         tenant=tenant)
+            env = await c.call(handler=handler, request=request, limits=lim,
+                               tenant=tenant.name)
             if (env.get("error") or {}).get("type") == "UnknownHandler":
                 # The server restarted and forgot it: register again, once.
                 with open(path, encoding="utf-8") as f:
-                    reg = c.register(handler, f.read(), tenant=tenant)
+                    reg = await c.register(handler, f.read(),
+                                           tenant=tenant.name)
                 if reg.get("ok"):
-                    env = c.call(handler=handler, request=request, limits=lim,
-                                 tenant=tenant)
+                    env = await c.call(handler=handler, request=request,
+                                       limits=lim, tenant=tenant.name)
         except self.transport_errors as e:
-            c.close()
+            await c.close()
             return error("BackendError", "coil serve: %s" % e)
-        self.idle.setdefault(tenant, []).append(c)
+        except asyncio.CancelledError:
+            # Mid-exchange: the connection's state is unknown.
+            await c.close()
+            raise
+        self.idle.setdefault(tenant.name, []).append(c)
         return env
 
-    async def call(self, tenant, handler, request, limits):
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self.pool, self._call, tenant.name, handler,
-            tenant.cfg["handlers"][handler], request, limits)
-
     async def close(self):
-        if self.pool:
-            self.pool.shutdown(wait=True)
         for clients in self.idle.values():
             for c in clients:
-                c.close()
+                await c.close()
 
 
 def make(cfg):

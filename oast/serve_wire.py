@@ -11,9 +11,10 @@ _PLACES = (os.path.join(_HERE, "sandbox"),
 
 
 def client_class():
-    """(coil_client.Client, the exceptions a broken transport raises)."""
+    """(coil_client.AsyncClient, the exceptions a broken transport
+    raises)."""
     for p in _PLACES:
         if os.path.isfile(os.path.join(p, "coil_client.py")) and p not in sys.path:
             sys.path.append(p)
     import coil_client
-    return coil_client.Client, (coil_client.ProtocolError, OSError)
+    return coil_client.AsyncClient, (coil_client.ProtocolError, OSError)

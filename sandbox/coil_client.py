@@ -5,17 +5,28 @@
         c.register("rebind", open("rebind.py").read())
         env = c.call(handler="rebind", request={"qname": "x"})
 
+AsyncClient has the same operations as coroutines, for asyncio programs
+(one thread, no executor):
+
+    c = coil_client.AsyncClient("/run/coil/serve.sock", tenant="t1")
+    env = await c.call(handler="rebind", request={"qname": "x"})
+    await c.close()
+
 Every answer of the server, errors included, is returned as the envelope
 dict; ProtocolError is raised only when the transport or the framing fails.
+A client (either kind) carries one request at a time.
 """
 
+import asyncio
 import json
 import socket
 import struct
 
-__all__ = ["Client", "ProtocolError"]
+__all__ = ["AsyncClient", "Client", "ProtocolError"]
 
 _MAX_ANSWER = 64 << 20
+# asyncio.timeout (3.11) bounds an await without a task of its own.
+_timeout = getattr(asyncio, "timeout", None)
 
 
 class ProtocolError(Exception):
@@ -47,14 +58,8 @@ class Client:
     # -- operations ----------------------------------------------------------
     def call(self, handler=None, code=None, entry="handle", request=None,
              limits=None, tenant=None):
-        msg = {"op": "call", "entry": entry, "request": request}
-        if handler is not None:
-            msg["handler"] = handler
-        if code is not None:
-            msg["code"] = code
-        if limits is not None:
-            msg["limits"] = limits
-        return self._ask(msg, tenant)
+        return self._ask(_call_msg(handler, code, entry, request, limits),
+                         tenant)
 
     def register(self, handler, code, tenant=None):
         return self._ask({"op": "register", "handler": handler, "code": code},
@@ -68,15 +73,8 @@ class Client:
 
     # -- transport -----------------------------------------------------------
     def _ask(self, msg, tenant, with_tenant=True):
-        tenant = tenant if tenant is not None else self.tenant
-        if with_tenant and tenant is not None:
-            msg["tenant"] = tenant
-        try:
-            body = json.dumps(msg, ensure_ascii=False,
-                              allow_nan=False).encode("utf-8")
-        except (TypeError, ValueError) as e:
-            raise ProtocolError("request is not JSON data: %s" % e) from None
-        frame = struct.pack(">I", len(body)) + body
+        frame = _frame(msg, tenant if tenant is not None else self.tenant,
+                       with_tenant)
         fresh = self._sock is None
         try:
             return self._exchange(frame)
@@ -122,14 +120,10 @@ class Client:
             self.close()
             raise ProtocolError(str(e)) from None
         try:
-            answer = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as e:
+            return _answer(data)
+        except ProtocolError:
             self.close()
-            raise ProtocolError("answer is not JSON: %s" % e) from None
-        if not isinstance(answer, dict):
-            self.close()
-            raise ProtocolError("answer is not a JSON object")
-        return answer
+            raise
 
     def _recv(self, n):
         buf = b""
@@ -139,6 +133,138 @@ class Client:
                 raise _Closed()
             buf += chunk
         return buf
+
+
+class AsyncClient:
+    """Client's operations as coroutines on the running event loop; the
+    timeout (seconds, or None) bounds each whole exchange."""
+
+    def __init__(self, path, tenant=None, timeout=None):
+        self.path = path
+        self.tenant = tenant
+        self.timeout = timeout
+        self._sock = None
+
+    async def close(self):
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            finally:
+                self._sock = None
+
+    async def call(self, handler=None, code=None, entry="handle",
+                   request=None, limits=None, tenant=None):
+        return await self._ask(_call_msg(handler, code, entry, request,
+                                         limits), tenant)
+
+    async def register(self, handler, code, tenant=None):
+        return await self._ask({"op": "register", "handler": handler,
+                                "code": code}, tenant)
+
+    async def remove(self, handler, tenant=None):
+        return await self._ask({"op": "remove", "handler": handler}, tenant)
+
+    async def ping(self):
+        return await self._ask({"op": "ping"}, None, with_tenant=False)
+
+    async def _ask(self, msg, tenant, with_tenant=True):
+        frame = _frame(msg, tenant if tenant is not None else self.tenant,
+                       with_tenant)
+        fresh = self._sock is None
+        try:
+            return await self._timed(frame)
+        except _Closed:
+            await self.close()
+            if fresh:
+                raise ProtocolError("the server closed the connection") from None
+            try:
+                return await self._timed(frame)
+            except _Closed:
+                await self.close()
+                raise ProtocolError("the server closed the connection") from None
+
+    async def _timed(self, frame):
+        try:
+            if self.timeout is None:
+                return await self._exchange(frame)
+            if _timeout is None:
+                return await asyncio.wait_for(self._exchange(frame),
+                                              self.timeout)
+            async with _timeout(self.timeout):
+                return await self._exchange(frame)
+        except (asyncio.TimeoutError, TimeoutError):
+            await self.close()
+            raise ProtocolError("timed out") from None
+
+    async def _exchange(self, frame):
+        loop = asyncio.get_running_loop()
+        if self._sock is None:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.setblocking(False)
+            try:
+                await loop.sock_connect(s, self.path)
+            except OSError as e:
+                s.close()
+                raise ProtocolError("connect %s: %s" % (self.path, e)) from None
+            self._sock = s
+        try:
+            await loop.sock_sendall(self._sock, frame)
+            (n,) = struct.unpack(">I", await self._recv(loop, 4))
+            if n > _MAX_ANSWER:
+                await self.close()
+                raise ProtocolError("answer of %d bytes is too large" % n)
+            data = await self._recv(loop, n)
+        except (BrokenPipeError, ConnectionResetError):
+            raise _Closed() from None
+        except OSError as e:
+            await self.close()
+            raise ProtocolError(str(e)) from None
+        try:
+            return _answer(data)
+        except ProtocolError:
+            await self.close()
+            raise
+
+    async def _recv(self, loop, n):
+        buf = b""
+        while len(buf) < n:
+            chunk = await loop.sock_recv(self._sock, n - len(buf))
+            if not chunk:
+                raise _Closed()
+            buf += chunk
+        return buf
+
+
+def _call_msg(handler, code, entry, request, limits):
+    msg = {"op": "call", "entry": entry, "request": request}
+    if handler is not None:
+        msg["handler"] = handler
+    if code is not None:
+        msg["code"] = code
+    if limits is not None:
+        msg["limits"] = limits
+    return msg
+
+
+def _frame(msg, tenant, with_tenant):
+    if with_tenant and tenant is not None:
+        msg["tenant"] = tenant
+    try:
+        body = json.dumps(msg, ensure_ascii=False,
+                          allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError) as e:
+        raise ProtocolError("request is not JSON data: %s" % e) from None
+    return struct.pack(">I", len(body)) + body
+
+
+def _answer(data):
+    try:
+        answer = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ProtocolError("answer is not JSON: %s" % e) from None
+    if not isinstance(answer, dict):
+        raise ProtocolError("answer is not a JSON object")
+    return answer
 
 
 class _Closed(Exception):

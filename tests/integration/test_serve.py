@@ -267,6 +267,52 @@ def test_serve_client_call_matches_cli():
             assert c.ping() == {"ok": True}
 
 
+def test_serve_async_client_matches_sync_client():
+    """coil_client.AsyncClient gets the envelopes Client gets, concurrent
+    calls on their own connections, and turns a timeout, a refused
+    connection and a server that closed an idle connection into
+    ProtocolError or one reconnect, as Client does."""
+    import asyncio
+    double = "def go(r):\n    return r['n'] * 2\n"
+    with Server([tenant("t1", UID_T1)]) as s:
+        async def main():
+            c = coil_client.AsyncClient(s.sock, tenant="t1", timeout=60)
+            assert await c.ping() == {"ok": True}
+            env = await c.call(code=double, entry="go", request={"n": 21},
+                               limits={"timeout_ms": 2000})
+            assert env == {"ok": True, "result": 42, "stdout": ""}, env
+            reg = await c.register("h", double)
+            assert reg["ok"] and reg["digest"] == hashlib.sha256(
+                double.encode()).hexdigest(), reg
+            many = [coil_client.AsyncClient(s.sock, tenant="t1", timeout=60)
+                    for _ in range(4)]
+            envs = await asyncio.gather(*(
+                m.call(handler="h", entry="go", request={"n": i})
+                for i, m in enumerate(many)))
+            assert [e["result"] for e in envs] == [0, 2, 4, 6], envs
+            assert await c.remove("h") == {"ok": True}
+            env = await c.call(handler="h")
+            assert env["error"]["type"] == "UnknownHandler", env
+            # The connection is closed under it: one reconnect, same answer.
+            c._sock.shutdown(socket.SHUT_RDWR)
+            assert await c.ping() == {"ok": True}
+            slow = coil_client.AsyncClient(s.sock, tenant="t1", timeout=0.05)
+            try:
+                await slow.call(code=BURN)
+                raise AssertionError("no timeout")
+            except coil_client.ProtocolError as e:
+                assert "timed out" in str(e), e
+            gone = coil_client.AsyncClient(s.dir + "/absent.sock")
+            try:
+                await gone.ping()
+                raise AssertionError("connected to nothing")
+            except coil_client.ProtocolError as e:
+                assert "absent.sock" in str(e), e
+            for x in [c, slow] + many:
+                await x.close()
+        asyncio.run(main())
+
+
 # ---------------------------------------------------------------- handlers
 
 def test_serve_register_replace_remove():
