@@ -788,8 +788,7 @@ static void *finisher(void *arg) {
     for (i = 1; i < n; i++) {
       struct finishing *f = fs[i];
       bool done = !within_deadline(&f->s, now) ||
-                  (p[i].revents && !take_reply(f->job_s, &f->s)) ||
-                  f->s.ended;
+                  (p[i].revents && !take_reply(f->job_s, &f->s)) || f->s.ended;
       if (done)
         finished(f);
     }
@@ -813,7 +812,8 @@ static bool finish_later(struct serve_tenant *t, struct serve_template *tm,
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     fin.wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    fin.started = fin.wake >= 0 && pthread_create(&th, &at, finisher, NULL) == 0;
+    fin.started =
+        fin.wake >= 0 && pthread_create(&th, &at, finisher, NULL) == 0;
     pthread_attr_destroy(&at);
     if (!fin.started && fin.wake >= 0) {
       close(fin.wake);
