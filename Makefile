@@ -10,8 +10,14 @@ PKGS := libseccomp libcap yajl mount
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) libsystemd 2>/dev/null) $(shell $(PY_PKG) --cflags 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # libmount: loaded by coil when a container is built (runtime/libmount_load.c),
-# so the executable does not link it.
-EXE_LIBS := $(filter-out -lmount,$(PKG_LIBS))
+# so the executable does not link it. libseccomp, libcap and yajl are linked
+# into the executable from their static archives: every command then starts
+# without loading three more shared objects (runc's release builds link
+# libseccomp statically too). coil-python.so uses the executable's copy
+# (exports_list below), so one process never holds two copies of a library.
+STATIC_LIBS := seccomp cap yajl_s
+STATIC_ARCHIVES = $(foreach l,$(STATIC_LIBS),$(shell $(CC) -print-file-name=lib$(l).a))
+EXE_LIBS := -Wl,-Bstatic $(addprefix -l,$(STATIC_LIBS)) -Wl,-Bdynamic
 PY_LIBS := $(shell $(PY_PKG) --libs 2>/dev/null)
 VERSION := 0.1.0
 
@@ -69,8 +75,9 @@ UNIT_ASAN_BIN := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_SRC))
 $(PY_OBJ) $(ASAN_PY_OBJ) $(CLANG_PY_OBJ): PIC_CFLAGS := -fPIC -fvisibility=hidden
 PY_SO_LDFLAGS := -shared -Wl,-z,relro,-z,now -Wl,--version-script=sandbox/python.map -Wl,--as-needed
 
-# The functions of the executable the object calls: defined by one ($(2)),
-# used by the other ($(1)) (nm), exported by name with --dynamic-list.
+# The functions of the executable the object calls: defined by one ($(2):
+# coil's objects and the static archives it links), used by the other ($(1))
+# (nm), exported by name with --dynamic-list.
 define exports_list
 	@mkdir -p $(dir $@)
 	@nm -P -g --defined-only $(2) | awk 'NF > 2 && $$2 != "U" { print $$1 }' | sort -u > $@.def
@@ -91,19 +98,19 @@ coil: $(OBJ) build/python-exports.list | $(PY_SO)
 	$(CC) $(ALL_CFLAGS) $(HARDEN_CFLAGS) $(PIE_LDFLAGS) -Wl,--dynamic-list=build/python-exports.list $(LDFLAGS) -o $@ $(OBJ) $(EXE_LIBS)
 
 $(PY_SO): $(PY_OBJ) sandbox/python.map
-	$(CC) $(ALL_CFLAGS) $(HARDEN_CFLAGS) $(PY_SO_LDFLAGS) $(LDFLAGS) -o $@ $(PY_OBJ) $(PY_LIBS) $(PKG_LIBS)
+	$(CC) $(ALL_CFLAGS) $(HARDEN_CFLAGS) $(PY_SO_LDFLAGS) $(LDFLAGS) -o $@ $(PY_OBJ) $(PY_LIBS)
 
 build/python-exports.list: $(OBJ) $(PY_OBJ)
-	$(call exports_list,$(PY_OBJ),$(OBJ))
+	$(call exports_list,$(PY_OBJ),$(OBJ) $(STATIC_ARCHIVES))
 
 coil-asan: $(ASAN_OBJ) build-asan/python-exports.list | $(ASAN_PY_SO)
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) -Wl,--dynamic-list=build-asan/python-exports.list $(LDFLAGS) -o $@ $(ASAN_OBJ) $(EXE_LIBS)
 
 $(ASAN_PY_SO): $(ASAN_PY_OBJ) sandbox/python.map
-	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(PY_SO_LDFLAGS) $(LDFLAGS) -o $@ $(ASAN_PY_OBJ) $(PY_LIBS) $(PKG_LIBS)
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(PY_SO_LDFLAGS) $(LDFLAGS) -o $@ $(ASAN_PY_OBJ) $(PY_LIBS)
 
 build-asan/python-exports.list: $(ASAN_OBJ) $(ASAN_PY_OBJ)
-	$(call exports_list,$(ASAN_PY_OBJ),$(ASAN_OBJ))
+	$(call exports_list,$(ASAN_PY_OBJ),$(ASAN_OBJ) $(STATIC_ARCHIVES))
 
 build/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
@@ -114,10 +121,10 @@ coil-clang: $(CLANG_OBJ) build-clang/python-exports.list | $(CLANG_PY_SO)
 	clang $(ALL_CFLAGS) $(HARDEN_CFLAGS) $(PIE_LDFLAGS) -Wl,--dynamic-list=build-clang/python-exports.list $(LDFLAGS) -o $@ $(CLANG_OBJ) $(EXE_LIBS)
 
 $(CLANG_PY_SO): $(CLANG_PY_OBJ) sandbox/python.map
-	clang $(ALL_CFLAGS) $(HARDEN_CFLAGS) $(PY_SO_LDFLAGS) $(LDFLAGS) -o $@ $(CLANG_PY_OBJ) $(PY_LIBS) $(PKG_LIBS)
+	clang $(ALL_CFLAGS) $(HARDEN_CFLAGS) $(PY_SO_LDFLAGS) $(LDFLAGS) -o $@ $(CLANG_PY_OBJ) $(PY_LIBS)
 
 build-clang/python-exports.list: $(CLANG_OBJ) $(CLANG_PY_OBJ)
-	$(call exports_list,$(CLANG_PY_OBJ),$(CLANG_OBJ))
+	$(call exports_list,$(CLANG_PY_OBJ),$(CLANG_OBJ) $(STATIC_ARCHIVES))
 
 build-clang/%.o: %.c Makefile
 	@mkdir -p $(dir $@)

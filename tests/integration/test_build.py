@@ -8,6 +8,7 @@ and a non-executable stack; and that only the object links libpython."""
 
 import os
 import struct
+import subprocess
 
 from harness import COIL, COIL_PYTHON, REPO
 
@@ -128,6 +129,22 @@ def test_executable_links_neither_python_nor_systemd_nor_libmount():
                 "libselinux"):
         assert not [n for n in needed if n.startswith(lib)], (
             "%s needs %s: %s" % (COIL, lib, needed))
+
+
+def test_seccomp_cap_and_yajl_are_linked_once_into_the_executable():
+    # Linked statically: no command loads them as shared objects at start,
+    # and the Python object binds to the executable's copy rather than
+    # loading a second one into the same process.
+    for path in (COIL, COIL_PYTHON):
+        needed = Elf(path).needed()
+        for lib in ("libseccomp", "libcap", "libyajl"):
+            assert not [n for n in needed if n.startswith(lib)], (
+                "%s needs %s: %s" % (path, lib, needed))
+    r = subprocess.run(["nm", "-D", "--defined-only", COIL],
+                       stdout=subprocess.PIPE, text=True, check=True)
+    exported = {line.split()[-1] for line in r.stdout.splitlines()}
+    assert "yajl_gen_map_open" in exported, (
+        "%s does not export yajl's generator to the Python object" % COIL)
 
 
 def test_python_object_is_hardened_and_exports_only_its_table():
