@@ -675,11 +675,15 @@ static const char *type_of(const char *env) {
   return "Exception";
 }
 
+/* A slot of the tenant's cap, waiting for one while the queue has room.
+ * Each slot held by a child that has answered and is being reaped lends
+ * the queue a place: that slot frees within the reap, and a client that
+ * calls again as soon as it has its answer is not told Busy for it. */
 static bool take_slot(struct serve_tenant *t) {
   pthread_mutex_lock(&t->mu);
   bool ok = true;
   if (t->in_flight >= t->cfg->limits.in_flight) {
-    if (t->queued >= t->cfg->limits.queue) {
+    if (t->queued >= t->cfg->limits.queue + t->answered) {
       ok = false;
     } else {
       t->queued++;
@@ -694,9 +698,10 @@ static bool take_slot(struct serve_tenant *t) {
   return ok;
 }
 
-static void give_slot(struct serve_tenant *t) {
+static void give_slot(struct serve_tenant *t, bool answered) {
   pthread_mutex_lock(&t->mu);
   t->in_flight--;
+  t->answered -= answered;
   pthread_cond_broadcast(&t->cv);
   pthread_mutex_unlock(&t->mu);
 }
@@ -735,7 +740,7 @@ static void finished(struct finishing *f) {
   close(f->job_s);
   drop_child(&f->s);
   release(f->t, f->tm, f->s.template_failed);
-  give_slot(f->t);
+  give_slot(f->t, true);
   free(f);
 }
 
@@ -822,6 +827,9 @@ static bool finish_later(struct serve_tenant *t, struct serve_template *tm,
   }
   bool ok = fin.started;
   if (ok) {
+    pthread_mutex_lock(&t->mu);
+    t->answered++;
+    pthread_mutex_unlock(&t->mu);
     f->next = fin.head;
     fin.head = f;
   }
@@ -898,7 +906,7 @@ void serve_run(struct serve_tenant *t, enum serve_job_kind kind,
     snprintf(why, sizeof why, "tenant %s: the template failed", t->cfg->name);
   }
   if (!early)
-    give_slot(t);
+    give_slot(t, false);
   if (!sent) {
     finish(out, serve_error_envelope("Unavailable", why), "Unavailable");
     return;

@@ -34,6 +34,7 @@ struct serve_tenant {
   char start_error[1024]; /* why the last start failed, or "" */
   unsigned gen;
   int in_flight, queued;
+  int answered; /* slots of answered children not yet reaped */
   pthread_t supervisor;
 };
 

@@ -721,6 +721,58 @@ def test_serve_busy_when_queue_full():
                    if (e.get("error") or {}).get("type") != "Busy"), envs
 
 
+# Lingers on the CPU: stage 2 allows no sleeping system call.
+EARLY_THEN_LINGER = """
+import os, time
+def handle(r):
+    os.write(1, b'{"ok":true,"result":"early","stdout":""}\\n')
+    os.close(1)
+    end = time.monotonic() + r["linger"]
+    while time.monotonic() < end:
+        pass
+    return "late"
+"""
+
+
+def test_serve_answered_child_keeps_its_slot_until_reaped():
+    """The server answers once a child has closed a non-empty output, but
+    the child keeps its in-flight slot until it is gone. With the
+    in-process layers off, a handler writes an envelope, closes its output
+    and lingers. The tenant has one slot and no queue: the next call waits
+    for the lingering child (its slot lends the queue one place) and a
+    third is Busy; a child lingering past the deadline is killed there."""
+    b = harness.python_bundle(["ast", "builtins", "audit"])
+    t = tenant("t1", UID_T1, bundle=b,
+               limits={"in_flight": 1, "queue": 0, "timeout_ms": 3000,
+                       "cpu_seconds": 30})
+    one = "def handle(r):\n    return 1\n"
+    with Server([t]) as s:
+        def call(code, request=None):
+            with s.client("t1") as c:
+                t0 = time.monotonic()
+                env = c.call(code=code, request=request)
+                return env, time.monotonic() - t0
+
+        with concurrent.futures.ThreadPoolExecutor(2) as ex:
+            for linger, least in ((2, 1.5), (60, 2.5)):
+                t0 = time.monotonic()
+                env, took = call(EARLY_THEN_LINGER, {"linger": linger})
+                assert env == {"ok": True, "result": "early",
+                               "stdout": ""}, env
+                assert took < 1.5, "the answer waited for the exit (%.1fs)" % took
+                waiter = ex.submit(call, one)
+                time.sleep(0.3)
+                busy, _ = call(one)
+                assert (busy.get("error") or {}).get("type") == "Busy", busy
+                env, _ = waiter.result(timeout=30)
+                waited = time.monotonic() - t0
+                assert env.get("result") == 1, env
+                # Not before the lingering child was gone: after its two
+                # seconds, or ended by the 3 s wall clock (its in-guest
+                # timer, or the server's kill a second later).
+                assert least < waited < least + 8, (linger, waited)
+
+
 # ---------------------------------------------------------------- templates
 
 def test_serve_template_crash_is_replaced():
