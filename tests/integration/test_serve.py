@@ -297,9 +297,10 @@ def test_serve_async_client_matches_sync_client():
             c._sock.shutdown(socket.SHUT_RDWR)
             assert await c.ping() == {"ok": True}
             slow = coil_client.AsyncClient(s.sock, tenant="t1", timeout=0.05)
+            spin = "def handle(r):\n    while True:\n        pass\n"
             try:
-                await slow.call(code=BURN)
-                raise AssertionError("no timeout")
+                env = await slow.call(code=spin)
+                raise AssertionError("no timeout: %r" % (env,))
             except coil_client.ProtocolError as e:
                 assert "timed out" in str(e), e
             gone = coil_client.AsyncClient(s.dir + "/absent.sock")
