@@ -443,7 +443,7 @@ def test_serve_each_child_is_pid_1_of_a_fresh_pid_namespace():
         with open("/proc/%d/status" % tpid) as f:
             assert "NSpid" in f.read()
         tns = os.readlink("/proc/%d/ns/pid" % tpid)
-        seen = []
+        seen, namespaces = [], []
         for _ in range(3):
             with concurrent.futures.ThreadPoolExecutor(1) as ex:
                 def call():
@@ -452,11 +452,13 @@ def test_serve_each_child_is_pid_1_of_a_fresh_pid_namespace():
                 fut = ex.submit(call)
                 child = None
                 deadline = time.time() + 10
-                # Any child will do (the one running, the spare): the one
-                # before may still be exiting after its answer, so a child
-                # that vanishes while read is skipped.
+                # Any child not looked at yet will do (the one running, the
+                # spare): the one before may still be exiting after its
+                # answer, so a child that vanishes while read is skipped.
                 while child is None and time.time() < deadline:
                     for kid in children(tpid):
+                        if kid in seen:
+                            continue
                         try:
                             with open("/proc/%d/status" % kid) as f:
                                 nspid = [ln for ln in f
@@ -473,7 +475,8 @@ def test_serve_each_child_is_pid_1_of_a_fresh_pid_namespace():
             assert nspid[-1] == "1", nspid
             assert ns != tns
             seen.append(child)
-        assert len(set(seen)) == 3, seen
+            namespaces.append(ns)
+        assert len(set(namespaces)) == 3, namespaces
         # Two at once: two different PID namespaces, each its own PID 1.
         with concurrent.futures.ThreadPoolExecutor(2) as ex:
             def call(_):
