@@ -58,10 +58,17 @@ def test_events_stats_reflect_memory_and_pids():
                              "pids": {"limit": 50}}})
     try:
         assert _file_in(pid, "/tmp/ready").strip() == "40000000"
-        r = check(coil("events", "--stats", cid, root=root))
-        lines = r.stdout.splitlines()
-        assert len(lines) == 1, describe(r)
-        ev = json.loads(lines[0])
+        # The shell forks its last sleep after writing the marker: ask
+        # again until the fourth process is there.
+        deadline = time.time() + 10
+        while True:
+            r = check(coil("events", "--stats", cid, root=root))
+            lines = r.stdout.splitlines()
+            assert len(lines) == 1, describe(r)
+            ev = json.loads(lines[0])
+            if ev["data"]["pids"]["current"] >= 4 or time.time() > deadline:
+                break
+            time.sleep(0.05)
         assert ev["type"] == "stats" and ev["id"] == cid, ev
         d = ev["data"]
         for key in ("cpu", "cpuset", "memory", "pids", "blkio", "hugetlb",
