@@ -44,7 +44,10 @@ struct serve_template {
   int ctrl;               /* the template's fd 1, a seqpacket socket */
   int pidfd;              /* readable once the template is gone */
   struct coil_cgroup *cg; /* the tenant's cgroup, or NULL */
-  int refs;               /* jobs using it */
+  /* Its cgroup's OOM kill count when last read: the baseline of a job's,
+   * read only for a child that died by SIGKILL (oom_killed_since). */
+  _Atomic unsigned long long ooms;
+  int refs; /* jobs using it */
   unsigned long served;
   struct timespec born;
   struct serve_template *next;
@@ -277,6 +280,7 @@ static struct serve_template *template_start(struct serve_tenant *t, char *why,
   tm->ctrl = ctrl;
   tm->pidfd = pidfd;
   tm->cg = cg;
+  tm->ooms = cg ? cgroup_oom_kills(cg) : 0;
   clock_gettime(CLOCK_MONOTONIC, &tm->born);
   log_debug("serve: tenant %s: template %s is pid %d", c->name, tm->id,
             (int)tm->pid);
@@ -654,6 +658,24 @@ static void collect(int out_r, int job_s, size_t out_cap, bool early,
   drop_child(s);
 }
 
+/* Whether the tenant's cgroup counted an OOM kill since base, for a child
+ * that died by SIGKILL with nothing else to explain it; only such a death
+ * reads the counter, so no call pays for it on the way to its answer. A
+ * kill counted for an earlier child that had already answered can make
+ * this say yes, as another job's kill in flight at the same time could
+ * already. */
+static bool oom_killed_since(struct serve_template *tm, unsigned long long base,
+                             const struct job_state *s) {
+  if (!tm->cg || !s->ended || s->watchdog || s->overflow ||
+      !WIFSIGNALED(s->status) || WTERMSIG(s->status) != SIGKILL)
+    return false;
+  unsigned long long now = cgroup_oom_kills(tm->cg);
+  unsigned long long seen = atomic_load(&tm->ooms);
+  while (seen < now && !atomic_compare_exchange_weak(&tm->ooms, &seen, now))
+    ;
+  return now > base;
+}
+
 /* The error type named by an envelope's text, or NULL for ok. */
 static const char *type_of(const char *env) {
   static const char *const types[] = {
@@ -876,7 +898,7 @@ void serve_run(struct serve_tenant *t, enum serve_job_kind kind,
     tm = acquire(t, why, sizeof why);
     if (!tm)
       break;
-    ooms = tm->cg ? cgroup_oom_kills(tm->cg) : 0;
+    ooms = atomic_load(&tm->ooms);
     sent = send_job(tm, &j, code, entry, request, request_len, &out_r, &job_s);
     if (sent) {
       s.deadline = now_ms() + lim->timeout_ms + GRACE_MS;
@@ -894,7 +916,7 @@ void serve_run(struct serve_tenant *t, enum serve_job_kind kind,
         collect(-1, job_s, 0, false, &s);
       }
       close(job_s);
-      s.oom_killed = tm->cg && cgroup_oom_kills(tm->cg) > ooms;
+      s.oom_killed = oom_killed_since(tm, ooms, &s);
     }
     bool failed = !sent || (s.template_failed && !s.started && !s.ended);
     release(t, tm, !sent || s.template_failed);
