@@ -135,6 +135,15 @@ static const char *const stage2_allowed[] = {
     "sigaltstack",
 };
 
+/* What a serve child does between lockdown stage 2, loaded while it waits
+ * for its job, and the user's code: take the job (its fds), install the
+ * ending signals' handlers, arm the wall clock, lower RLIMIT_DATA and load
+ * the filter that closes these calls again before the user's code runs. */
+static const char *const job_steps[] = {
+    "recvmsg",   "dup2",      "rt_sigaction", "setitimer",
+    "prlimit64", "setrlimit", "seccomp",
+};
+
 static int add_rules(scmp_filter_ctx ctx, const char *const *names, size_t n,
                      uint32_t action, const char *stage,
                      struct coil_error *err) {
@@ -191,7 +200,9 @@ static scmp_filter_ctx stage1_filter(struct coil_error *err) {
   return ctx;
 }
 
-static scmp_filter_ctx stage2_filter(struct coil_error *err) {
+/* With job_steps, the allowlist also lets the job steps through. */
+static scmp_filter_ctx stage2_filter(bool with_job_steps,
+                                     struct coil_error *err) {
   scmp_filter_ctx ctx = filter_init(SCMP_ACT_KILL_PROCESS);
   if (!ctx) {
     coil_error_set(err, ENOMEM, "lockdown stage 2: seccomp_init");
@@ -201,6 +212,9 @@ static scmp_filter_ctx stage2_filter(struct coil_error *err) {
   int r = add_rules(ctx, stage2_allowed,
                     sizeof stage2_allowed / sizeof stage2_allowed[0],
                     SCMP_ACT_ALLOW, "stage 2", err);
+  if (r == 0 && with_job_steps)
+    r = add_rules(ctx, job_steps, sizeof job_steps / sizeof job_steps[0],
+                  SCMP_ACT_ALLOW, "stage 2", err);
   /* A lazy import or codec lookup gets a clean error, not a kill. */
   if (r == 0 &&
       (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), nr_openat, 0)) < 0)
@@ -215,6 +229,21 @@ static scmp_filter_ctx stage2_filter(struct coil_error *err) {
                      ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 2, own_abort)) < 0)
     r = coil_error_sys(err, -r, "lockdown stage 2: seccomp rule for tgkill");
   if (r < 0) {
+    seccomp_release(ctx);
+    return NULL;
+  }
+  return ctx;
+}
+
+/* Everything allowed but the job steps, which kill as stage 2 would. */
+static scmp_filter_ctx job_steps_filter(struct coil_error *err) {
+  scmp_filter_ctx ctx = filter_init(SCMP_ACT_ALLOW);
+  if (!ctx) {
+    coil_error_set(err, ENOMEM, "lockdown job steps: seccomp_init");
+    return NULL;
+  }
+  if (add_rules(ctx, job_steps, sizeof job_steps / sizeof job_steps[0],
+                SCMP_ACT_KILL_PROCESS, "job steps", err) < 0) {
     seccomp_release(ctx);
     return NULL;
   }
@@ -247,10 +276,13 @@ static int export(scmp_filter_ctx ctx, struct sock_fprog *prog,
 
 int lockdown_compile(struct lockdown_filters *f, struct coil_error *err) {
   scmp_filter_ctx c1 = stage1_filter(err);
-  if (!c1 || export(c1, &f->stage[0], err) < 0)
+  if (!c1 || export(c1, &f->stage1, err) < 0)
     return -1;
-  scmp_filter_ctx c2 = stage2_filter(err);
-  if (!c2 || export(c2, &f->stage[1], err) < 0)
+  scmp_filter_ctx c2 = stage2_filter(true, err);
+  if (!c2 || export(c2, &f->stage2_job_steps, err) < 0)
+    return -1;
+  scmp_filter_ctx c3 = job_steps_filter(err);
+  if (!c3 || export(c3, &f->job_steps_closed, err) < 0)
     return -1;
   return 0;
 }
@@ -279,18 +311,32 @@ int lockdown_stage1(const struct lockdown_opts *o, struct coil_error *err) {
   if (!o->seccomp)
     return 0;
   if (o->compiled)
-    return load_compiled(&o->compiled->stage[0], "stage 1", err);
+    return load_compiled(&o->compiled->stage1, "stage 1", err);
   scmp_filter_ctx ctx = stage1_filter(err);
   return ctx ? load(ctx, "stage 1", err) : -1;
 }
 
 int lockdown_stage2(const struct lockdown_opts *o, struct coil_error *err) {
+  if (o->job_steps_open) {
+    if (!o->seccomp)
+      return 0;
+    return load_compiled(&o->compiled->job_steps_closed, "job steps", err);
+  }
   if (o->landlock && landlock_deny_all(err) < 0)
     return -1;
   if (!o->seccomp)
     return 0;
-  if (o->compiled)
-    return load_compiled(&o->compiled->stage[1], "stage 2", err);
-  scmp_filter_ctx ctx = stage2_filter(err);
+  scmp_filter_ctx ctx = stage2_filter(false, err);
   return ctx ? load(ctx, "stage 2", err) : -1;
+}
+
+int lockdown_stage2_before_job(struct lockdown_opts *o,
+                               struct coil_error *err) {
+  if (o->landlock && landlock_deny_all(err) < 0)
+    return -1;
+  if (o->seccomp &&
+      load_compiled(&o->compiled->stage2_job_steps, "stage 2", err) < 0)
+    return -1;
+  o->job_steps_open = true;
+  return 0;
 }

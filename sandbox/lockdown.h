@@ -8,10 +8,11 @@
 
 #include "error.h"
 
-/* Both stages' seccomp programs, compiled once (coil serve's template) so
- * that each process only loads them. */
+/* coil serve's seccomp programs, compiled once in the template so that
+ * each child only loads them: stage 1, stage 2 with the job steps open,
+ * and the filter that closes them (lockdown_stage2_before_job). */
 struct lockdown_filters {
-  struct sock_fprog stage[2];
+  struct sock_fprog stage1, stage2_job_steps, job_steps_closed;
 };
 
 struct lockdown_opts {
@@ -19,6 +20,7 @@ struct lockdown_opts {
   bool seccomp;
   const char *readable_root; /* stage 1 Landlock: read-only beneath this */
   const struct lockdown_filters *compiled; /* NULL: compiled when loaded */
+  bool job_steps_open; /* set by lockdown_stage2_before_job */
 };
 
 /* Compiles both stages' seccomp programs into f (malloc'd). */
@@ -33,5 +35,13 @@ int lockdown_stage1(const struct lockdown_opts *o, struct coil_error *err);
  * default-deny seccomp allowlist of what the interpreter still needs,
  * killing the process on anything else. */
 int lockdown_stage2(const struct lockdown_opts *o, struct coil_error *err);
+
+/* Stage 2 for a serve child waiting for its job, with compiled filters:
+ * Landlock with no filesystem rights, and the stage 2 allowlist plus the
+ * few calls that taking and arming a job make. lockdown_stage2 then only
+ * closes those calls, so the user's code meets exactly stage 2, while
+ * the rest is done before the request arrives. */
+int lockdown_stage2_before_job(struct lockdown_opts *o,
+                               struct coil_error *err);
 
 #endif

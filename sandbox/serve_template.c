@@ -350,14 +350,17 @@ spare_main(const struct serve_template_setup *s, int sock) {
       privileges_drop(&pv, NULL, 0, &err) < 0)
     child_fail(child_take_job(&j, false) == 0 ? 1 : -1, "Exception",
                err.msg[0] ? err.msg : strerror(errno));
-  /* Stage 1 before the job, too: it forbids nothing the job's steps use
-   * (receiving fds, signal handlers, a timer, lowering RLIMIT_DATA). */
+  /* Both stages before the job: stage 1 forbids nothing the job's steps
+   * use (receiving fds, signal handlers, a timer, lowering RLIMIT_DATA),
+   * and stage 2 lets exactly those through until python_run_finish closes
+   * them, so the request waits for neither ruleset nor filter. */
   struct lockdown_opts lock = {.landlock =
                                    layer_on(s->disabled, LAYER_LANDLOCK),
                                .seccomp = layer_on(s->disabled, LAYER_SECCOMP),
                                .readable_root = s->readable_root,
                                .compiled = &filters};
-  if (lockdown_stage1(&lock, &err) < 0)
+  if (lockdown_stage1(&lock, &err) < 0 ||
+      lockdown_stage2_before_job(&lock, &err) < 0)
     child_fail(child_take_job(&j, false) == 0 ? 1 : -1, "Exception", err.msg);
   if (child_take_job(&j, true) < 0)
     _exit(PY_EXIT_COIL);

@@ -611,6 +611,40 @@ def test_serve_landlock_keeps_every_request_from_writing_tmp():
             assert env.get("ok") and env["result"] == "denied", env
 
 
+JOB_STEPS = """
+import posix, _signal
+def handle(r):
+    if r["call"] == "dup2":
+        posix.dup2(2, 9)
+    elif r["call"] == "sigaction":
+        _signal.signal(_signal.SIGUSR1, _signal.SIG_IGN)
+    elif r["call"] == "setitimer":
+        _signal.setitimer(_signal.ITIMER_REAL, 100)
+    return "made " + r["call"]
+"""
+
+
+def test_serve_job_steps_closed_before_the_users_code():
+    """A child loads lockdown stage 2 while it waits for its job, with the
+    calls that taking and arming the job make still let through (dup2 of
+    the job's fds, signal handlers, the timer), and closes them before the
+    user's code runs. With the gate, builtins and audit off, so the handler
+    has real Python, each such call is a seccomp kill; with seccomp off as
+    well, the same calls go through, so it is the filter that stops them."""
+    on = harness.python_bundle(["ast", "builtins", "audit"])
+    off = harness.python_bundle(["ast", "builtins", "audit", "seccomp"])
+    tenants = [tenant("on", UID_T1, bundle=on), tenant("off", UID_T2, bundle=off)]
+    with Server(tenants) as s:
+        for call in ("dup2", "sigaction", "setitimer"):
+            with s.client("on") as c:
+                env = c.call(code=JOB_STEPS, request={"call": call})
+            err = env.get("error") or {}
+            assert "killed by seccomp" in err.get("message", ""), (call, env)
+            with s.client("off") as c:
+                env = c.call(code=JOB_STEPS, request={"call": call})
+            assert env.get("result") == "made " + call, (call, env)
+
+
 # ---------------------------------------------------------------- tenants
 
 def test_serve_hostile_tenant_does_not_disturb_another():
