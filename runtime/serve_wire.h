@@ -1,8 +1,10 @@
 /* The channel between `coil serve` and a tenant's template (a seqpacket
  * socket: the template's fd 1). Per job the server sends one struct
- * serve_job with four fds: a memfd holding the code then the entry name, a
- * memfd holding the request JSON, the write end of the pipe that becomes the
- * child's fd 1, and the template's end of a job socketpair. On the job
+ * serve_job with four fds: one to read the code then the entry name from,
+ * one to read the request JSON from (each a pipe already written and
+ * closed, or a memfd when larger than a pipe's buffer), the write end of
+ * the pipe that becomes the child's fd 1, and the template's end of a job
+ * socketpair. On the job
  * socket the template answers with struct serve_job_reply messages: STARTED
  * with the child's pidfd attached, then ENDED with its wait status; a job
  * that needs no child (the gate refused the code, or a GATE job) gets ENDED
@@ -22,7 +24,7 @@ enum serve_fd { SERVE_FD_CODE, SERVE_FD_REQUEST, SERVE_FD_OUT, SERVE_FD_JOB };
 
 struct serve_job {
   uint32_t op;
-  uint32_t code_len;  /* bytes of code at the start of the code memfd */
+  uint32_t code_len;  /* bytes of code before the entry name */
   uint32_t entry_len; /* bytes of entry name after it */
   uint32_t timeout_ms;
   uint32_t memory_mb;

@@ -32,6 +32,7 @@
 #include "protocol.h"
 #include "python_run.h"
 #include "python_setup.h"
+#include "readall.h"
 #include "serve_warm.h"
 #include "serve_wire.h"
 
@@ -501,8 +502,8 @@ static bool serve_one(const struct serve_template_setup *s) {
       j.code_len > PY_CODE_READ_MAX || j.entry_len > 255)
     die("channel", "malformed job");
   char *code = malloc((size_t)j.code_len + j.entry_len + 2);
-  if (!code || pread(fds[SERVE_FD_CODE], code, j.code_len + j.entry_len, 0) !=
-                   (ssize_t)(j.code_len + j.entry_len))
+  if (!code ||
+      read_exact(fds[SERVE_FD_CODE], code, j.code_len + j.entry_len) < 0)
     die("job", "cannot read the code");
   char entry[256];
   memcpy(entry, code + j.code_len, j.entry_len);

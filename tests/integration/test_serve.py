@@ -267,6 +267,19 @@ def test_serve_client_call_matches_cli():
             assert c.ping() == {"ok": True}
 
 
+def test_serve_code_and_request_of_any_size_up_to_the_caps():
+    """Code (up to the gate's cap) and requests reach the template and the
+    child whole whatever their size: each travels in a pipe when it fits in
+    one's buffer, else in a memfd."""
+    pad = "#" + "x" * 99 + "\n"
+    with Server([tenant("t1", UID_T1)]) as s, s.client("t1") as c:
+        for code_kb, req_kb in ((0, 0), (1, 1), (63, 63), (63, 70), (1, 900)):
+            code = pad * (code_kb * 10) + "def handle(r):\n    return [len(r['s']), r['s'][-3:]]\n"
+            req = {"s": "y" * (req_kb << 10) + "end"}
+            env = c.call(code=code, request=req)
+            assert env.get("result") == [(req_kb << 10) + 3, "end"], (code_kb, req_kb, env)
+
+
 def test_serve_async_client_matches_sync_client():
     """coil_client.AsyncClient gets the envelopes Client gets, concurrent
     calls on their own connections, and turns a timeout, a refused
