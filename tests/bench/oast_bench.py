@@ -55,11 +55,14 @@ def bench_config():
 
 
 def serve_config():
-    """coil serve's tenant t1 with the listener's concurrency and limits."""
+    """coil serve's tenant t1 with the listener's concurrency and limits.
+    Its cgroup may use both CPUs, as in make bench's serve section: the
+    bundle's own limit (one CPU) would measure that limit instead."""
     return {"tenants": [{
         "name": "t1", "uid": 300012, "gid": 300012, "allow": {"uids": [0]},
         "limits": {"timeout_ms": 2000, "memory_mb": 64, "in_flight": INFLIGHT,
-                   "queue": QUEUE}}]}
+                   "queue": QUEUE},
+        "cgroup": {"cpu_millis": 2000}}]}
 
 
 def percentile(sorted_vals, p):
