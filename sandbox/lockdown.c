@@ -275,9 +275,6 @@ static int export(scmp_filter_ctx ctx, struct sock_fprog *prog,
 }
 
 int lockdown_compile(struct lockdown_filters *f, struct coil_error *err) {
-  scmp_filter_ctx c1 = stage1_filter(err);
-  if (!c1 || export(c1, &f->stage1, err) < 0)
-    return -1;
   scmp_filter_ctx c2 = stage2_filter(true, err);
   if (!c2 || export(c2, &f->stage2_job_steps, err) < 0)
     return -1;
@@ -310,8 +307,6 @@ int lockdown_stage1(const struct lockdown_opts *o, struct coil_error *err) {
   }
   if (!o->seccomp)
     return 0;
-  if (o->compiled)
-    return load_compiled(&o->compiled->stage1, "stage 1", err);
   scmp_filter_ctx ctx = stage1_filter(err);
   return ctx ? load(ctx, "stage 1", err) : -1;
 }

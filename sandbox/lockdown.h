@@ -9,17 +9,17 @@
 #include "error.h"
 
 /* coil serve's seccomp programs, compiled once in the template so that
- * each child only loads them: stage 1, stage 2 with the job steps open,
- * and the filter that closes them (lockdown_stage2_before_job). */
+ * each child only loads them: stage 2 with the job steps open, and the
+ * filter that closes them (lockdown_stage2_before_job). */
 struct lockdown_filters {
-  struct sock_fprog stage1, stage2_job_steps, job_steps_closed;
+  struct sock_fprog stage2_job_steps, job_steps_closed;
 };
 
 struct lockdown_opts {
   bool landlock; /* the layer is on */
   bool seccomp;
   const char *readable_root; /* stage 1 Landlock: read-only beneath this */
-  const struct lockdown_filters *compiled; /* NULL: compiled when loaded */
+  const struct lockdown_filters *compiled; /* serve's, for stage 2 */
   bool job_steps_open; /* set by lockdown_stage2_before_job */
 };
 
@@ -36,11 +36,12 @@ int lockdown_stage1(const struct lockdown_opts *o, struct coil_error *err);
  * killing the process on anything else. */
 int lockdown_stage2(const struct lockdown_opts *o, struct coil_error *err);
 
-/* Stage 2 for a serve child waiting for its job, with compiled filters:
- * Landlock with no filesystem rights, and the stage 2 allowlist plus the
- * few calls that taking and arming a job make. lockdown_stage2 then only
- * closes those calls, so the user's code meets exactly stage 2, while
- * the rest is done before the request arrives. */
+/* Stage 2 for a serve child waiting for its job, with compiled filters
+ * and no stage 1 (which stage 2 holds whole): Landlock with no filesystem
+ * rights, and the stage 2 allowlist plus the few calls that taking and
+ * arming a job make. lockdown_stage2 then only closes those calls, so the
+ * user's code meets exactly stage 2, while the rest is done before the
+ * request arrives. */
 int lockdown_stage2_before_job(struct lockdown_opts *o,
                                struct coil_error *err);
 

@@ -158,13 +158,14 @@ static struct child children[MAX_CHILDREN];
 static PyObject *sha256_fn;
 static struct lockdown_filters filters; /* compiled once for every child */
 /* Each child mounts an empty /tmp of its own only where an execution could
- * write one: with Landlock in force no child writes anywhere (stage 1 is
- * read-only from before the request is read), so there is nothing of a
- * previous execution to hide and the mount and its teardown are saved. */
+ * write one: with Landlock in force no child writes anywhere (stage 2
+ * leaves no filesystem rights from before the request is read), so there
+ * is nothing of a previous execution to hide and the mount and its
+ * teardown are saved. */
 static bool fresh_tmp;
 /* A mount namespace of its own per child, where any of the three layers
- * that each stop a child mounting (no capabilities, seccomp stage 1,
- * Landlock) is off: with all three in force it would isolate nothing, and
+ * that each stop a child mounting (no capabilities, seccomp, Landlock) is
+ * off: with all three in force it would isolate nothing, and
  * its teardown waits for an expedited RCU grace period on every exit. */
 static bool own_mountns;
 /* Done once here for every child (privileges.h): the bounding set shed,
@@ -274,11 +275,12 @@ static void send_reply(int fd, int kind, int status, const char *digest,
  * PID 1 of a fresh PID namespace, it does everything that depends neither
  * on the request nor on the job's limits (a fresh /tmp where one is needed,
  * the parent-death signal, the privilege drop of runtime/privileges.c,
- * lockdown stage 1), then waits for exactly one job on a socket of its own.
- * The job brings the cache slot of its code, its limits and entry, and its
- * output and request fds; the child then applies signals, timer and
- * RLIMIT_DATA and python_run_finish (helpers, request, stage 2, the audit
- * hook's deny phase, the handler). A spare forked before its job's code
+ * lockdown stage 2 with the job's steps still open), then waits for
+ * exactly one job on a socket of its own. The job brings the cache slot of
+ * its code, its limits and entry, and its output and request fds; the
+ * child then applies signals, timer and RLIMIT_DATA and python_run_finish
+ * (helpers, request, the job's steps closed, the audit hook's deny phase,
+ * the handler). A spare forked before its job's code
  * was cached is not used: it is killed and a new one made. A child never
  * serves a second request. */
 
@@ -351,17 +353,20 @@ spare_main(const struct serve_template_setup *s, int sock) {
       privileges_drop(&pv, NULL, 0, &err) < 0)
     child_fail(child_take_job(&j, false) == 0 ? 1 : -1, "Exception",
                err.msg[0] ? err.msg : strerror(errno));
-  /* Both stages before the job: stage 1 forbids nothing the job's steps
-   * use (receiving fds, signal handlers, a timer, lowering RLIMIT_DATA),
-   * and stage 2 lets exactly those through until python_run_finish closes
-   * them, so the request waits for neither ruleset nor filter. */
+  /* Stage 2 before the job, letting through exactly what the job's steps
+   * use (receiving fds, signal handlers, a timer, lowering RLIMIT_DATA)
+   * until python_run_finish closes them: the request waits for neither
+   * ruleset nor filter. Stage 1 is not loaded: nothing runs between the
+   * stages here, and stage 2 holds it whole (no filesystem rights under
+   * read-only ones; a kill, which wins over stage 1's EPERM, for every
+   * call stage 1 denies), so it would cost each child a ruleset and a
+   * filter and stop nothing. */
   struct lockdown_opts lock = {.landlock =
                                    layer_on(s->disabled, LAYER_LANDLOCK),
                                .seccomp = layer_on(s->disabled, LAYER_SECCOMP),
                                .readable_root = s->readable_root,
                                .compiled = &filters};
-  if (lockdown_stage1(&lock, &err) < 0 ||
-      lockdown_stage2_before_job(&lock, &err) < 0)
+  if (lockdown_stage2_before_job(&lock, &err) < 0)
     child_fail(child_take_job(&j, false) == 0 ? 1 : -1, "Exception", err.msg);
   if (child_take_job(&j, true) < 0)
     _exit(PY_EXIT_COIL);
@@ -561,8 +566,8 @@ static void serve_template_main(void *arg, int start_conn) {
   if (sfd < 0)
     die("signalfd", strerror(errno));
   /* No lockdown here: Landlock would forbid each child's /tmp mount and
-   * seccomp stage 1 its clone; every child loads both stages itself before
-   * it reads the request (docs/serve.md, Security). */
+   * seccomp its clone; every child loads stage 2 itself before it reads
+   * the request (docs/serve.md, Security). */
   bool audit = layer_on(s->disabled, LAYER_AUDIT);
   if (audit && audit_install(1, true) < 0)
     die("audit hook", "PySys_AddAuditHook failed");
