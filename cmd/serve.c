@@ -37,6 +37,11 @@ static struct serve_config config;
 static struct serve_tenant *tenants;
 static size_t n_tenants;
 static _Atomic int connections;
+/* The acceptor pool (acceptor()): the listening socket, the threads
+ * waiting in accept. */
+#define ACCEPTORS_IDLE_MAX 4
+static int listen_fd = -1;
+static _Atomic int acceptors_idle;
 static _Atomic int active_requests;
 static _Atomic bool draining;
 static const char *server_bundle; /* the config's, or the default */
@@ -536,13 +541,64 @@ static bool serve_frame(struct conn *c) {
   return ok && keep;
 }
 
-static void *connection(void *arg) {
-  struct conn *c = arg;
-  while (serve_frame(c))
-    ;
-  close(c->fd);
-  free(c);
+static bool spawn_thread(void *(*fn)(void *), void *arg) {
+  pthread_t th;
+  pthread_attr_t at;
+  pthread_attr_init(&at);
+  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&at, 256 << 10);
+  bool ok = pthread_create(&th, &at, fn, arg) == 0;
+  pthread_attr_destroy(&at);
+  return ok;
+}
+
+/* One accepted connection, served until it closes; refused over the
+ * connection cap. */
+static void serve_connection(int fd) {
+  struct conn c = {.fd = fd};
+  socklen_t sl = sizeof c.peer;
+  if (atomic_fetch_add(&connections, 1) < MAX_CONNECTIONS &&
+      getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c.peer, &sl) == 0)
+    while (serve_frame(&c))
+      ;
+  close(fd);
   atomic_fetch_sub(&connections, 1);
+}
+
+/* Connections are served by a pool of threads that each wait in accept(2)
+ * on the socket, so a new connection is read by the thread the kernel
+ * wakes, with no thread to start and no hand-off on its way. The pool
+ * keeps a thread waiting (one that takes a connection starts another when
+ * it was the last) and at most ACCEPTORS_IDLE_MAX. */
+static void *acceptor(void *arg);
+
+static void start_acceptor(void) {
+  atomic_fetch_add(&acceptors_idle, 1);
+  if (!spawn_thread(acceptor, NULL))
+    atomic_fetch_sub(&acceptors_idle, 1);
+}
+
+static void *acceptor(void *arg) {
+  (void)arg;
+  for (;;) {
+    int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (atomic_load(&draining))
+        break;
+      /* Out of fds or memory for a moment: the backlog waits. */
+      if (errno != EINTR && errno != ECONNABORTED)
+        usleep(10000);
+      continue;
+    }
+    if (atomic_fetch_sub(&acceptors_idle, 1) == 1)
+      start_acceptor();
+    serve_connection(fd);
+    if (atomic_fetch_add(&acceptors_idle, 1) >= ACCEPTORS_IDLE_MAX) {
+      atomic_fetch_sub(&acceptors_idle, 1);
+      return NULL;
+    }
+  }
+  atomic_fetch_sub(&acceptors_idle, 1);
   return NULL;
 }
 
@@ -657,25 +713,6 @@ static int listen_metrics(const char *spec, struct coil_error *err) {
   return fd;
 }
 
-static void spawn_thread(void *(*fn)(void *), void *arg) {
-  pthread_t th;
-  pthread_attr_t at;
-  pthread_attr_init(&at);
-  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&at, 256 << 10);
-  if (pthread_create(&th, &at, fn, arg) != 0) {
-    if (fn == connection) {
-      struct conn *c = arg;
-      close(c->fd);
-      free(c);
-      atomic_fetch_sub(&connections, 1);
-    } else {
-      close((int)(intptr_t)arg);
-    }
-  }
-  pthread_attr_destroy(&at);
-}
-
 /* SIGHUP: the limits, peers and recycling of tenants that keep their name
  * and ids take effect, and their templates are replaced. */
 static void reload(const char *path) {
@@ -786,13 +823,18 @@ int cmd_serve(const struct global_opts *g, int argc, char **argv) {
       return EXIT_ERR;
     }
   log_info("serve: listening on %s with %zu tenant(s)", sock_path, n_tenants);
+  listen_fd = lfd;
+  start_acceptor();
+  if (atomic_load(&acceptors_idle) == 0) {
+    log_error("serve: cannot start a thread to accept connections");
+    return EXIT_ERR;
+  }
   for (;;) {
-    struct pollfd p[3] = {{.fd = lfd, .events = POLLIN},
-                          {.fd = sfd, .events = POLLIN},
+    struct pollfd p[2] = {{.fd = sfd, .events = POLLIN},
                           {.fd = mfd, .events = POLLIN}};
-    if (poll(p, 3, -1) < 0 && errno != EINTR)
+    if (poll(p, 2, -1) < 0 && errno != EINTR)
       break;
-    if (p[1].revents) {
+    if (p[0].revents) {
       struct signalfd_siginfo si;
       if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
         if (si.ssi_signo == SIGHUP) {
@@ -802,39 +844,25 @@ int cmd_serve(const struct global_opts *g, int argc, char **argv) {
         break;
       }
     }
-    if (p[2].revents) {
+    if (p[1].revents) {
       int fd = accept4(mfd, NULL, NULL, SOCK_CLOEXEC);
-      if (fd >= 0)
-        spawn_thread(metrics_connection, (void *)(intptr_t)fd);
-    }
-    if (p[0].revents) {
-      int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-      if (fd < 0)
-        continue;
-      struct conn *c = calloc(1, sizeof *c);
-      socklen_t sl = sizeof c->peer;
-      if (!c || atomic_load(&connections) >= MAX_CONNECTIONS ||
-          getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->peer, &sl) < 0) {
-        free(c);
+      if (fd >= 0 && !spawn_thread(metrics_connection, (void *)(intptr_t)fd))
         close(fd);
-        continue;
-      }
-      c->fd = fd;
-      atomic_fetch_add(&connections, 1);
-      spawn_thread(connection, c);
     }
   }
   /* Graceful: no new connections, requests in flight finish (new ones on
-   * open connections get Unavailable), then the templates go. */
+   * open connections get Unavailable), then the templates go. The
+   * socket is shut down, not closed, which wakes every acceptor and keeps
+   * its number from being reused under one still on its way to accept. */
   log_info("serve: shutting down");
-  close(lfd);
+  draining = true;
+  shutdown(lfd, SHUT_RDWR);
   unlink(sock_path);
   if (mfd >= 0) {
     close(mfd);
     if (metrics_spec[0] == '/')
       unlink(metrics_spec);
   }
-  draining = true;
   int max_wait_ms = 0;
   for (size_t i = 0; i < n_tenants; i++)
     if (tenants[i].cfg->limits.max_timeout_ms > max_wait_ms)

@@ -280,6 +280,43 @@ def test_serve_code_and_request_of_any_size_up_to_the_caps():
             assert env.get("result") == [(req_kb << 10) + 3, "end"], (code_kb, req_kb, env)
 
 
+def _threads(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int(next(l for l in f if l.startswith("Threads:")).split()[1])
+
+
+def test_serve_connections_each_get_a_thread_and_idle_ones_go():
+    """Connections that hold their thread without sending (up to a dozen
+    here) do not keep a new connection from being answered: the pool
+    starts a thread whenever the last waiting one takes a connection.
+    Twenty fresh connections at once are all answered, and once they are
+    all closed the pool shrinks back to at most four waiting threads."""
+    code = "def handle(r):\n    return r['n']\n"
+    with Server([tenant("t1", UID_T1)]) as s:
+        base = _threads(s.proc.pid)
+        idle = []
+        try:
+            for _ in range(12):
+                idle.append(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+                idle[-1].connect(s.sock)
+            with s.client("t1") as c:
+                assert c.call(code=code, request={"n": 1}).get("result") == 1
+        finally:
+            for sk in idle:
+                sk.close()
+
+        def one(n):
+            with s.client("t1") as c:
+                return c.call(code=code, request={"n": n}).get("result")
+
+        with concurrent.futures.ThreadPoolExecutor(20) as ex:
+            assert sorted(ex.map(one, range(20))) == list(range(20))
+        deadline = time.monotonic() + 10
+        while _threads(s.proc.pid) > base + 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _threads(s.proc.pid) <= base + 4, (base, _threads(s.proc.pid))
+
+
 def test_serve_async_client_matches_sync_client():
     """coil_client.AsyncClient gets the envelopes Client gets, concurrent
     calls on their own connections, and turns a timeout, a refused
