@@ -484,8 +484,8 @@ char *serve_error_envelope(const char *type, const char *message) {
 /* An fd to read the bytes a then b from, to its end: a pipe when they fit
  * in its buffer (written without blocking, and cheaper to make than a
  * memfd, which takes the rest). */
-static int bytes_fd(const char *name, const char *a, size_t alen,
-                    const char *b, size_t blen) {
+static int bytes_fd(const char *name, const char *a, size_t alen, const char *b,
+                    size_t blen) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) == 0) {
     int cap = fcntl(p[1], F_GETPIPE_SZ);
