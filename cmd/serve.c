@@ -572,10 +572,12 @@ static void serve_connection(int fd) {
  * it was the last) and at most ACCEPTORS_IDLE_MAX. */
 static void *acceptor(void *arg);
 
-static void start_acceptor(void) {
+static bool start_acceptor(void) {
   atomic_fetch_add(&acceptors_idle, 1);
-  if (!spawn_thread(acceptor, NULL))
-    atomic_fetch_sub(&acceptors_idle, 1);
+  if (spawn_thread(acceptor, NULL))
+    return true;
+  atomic_fetch_sub(&acceptors_idle, 1);
+  return false;
 }
 
 static void *acceptor(void *arg) {
@@ -824,8 +826,9 @@ int cmd_serve(const struct global_opts *g, int argc, char **argv) {
     }
   log_info("serve: listening on %s with %zu tenant(s)", sock_path, n_tenants);
   listen_fd = lfd;
-  start_acceptor();
-  if (atomic_load(&acceptors_idle) == 0) {
+  /* Not the idle count: a connection already waiting may have taken the
+   * first thread by now. */
+  if (!start_acceptor()) {
     log_error("serve: cannot start a thread to accept connections");
     return EXIT_ERR;
   }
