@@ -80,6 +80,11 @@ class Server:
                 with self.client(t) as c:
                     env = c.call(code="def handle(r):\n    return 1\n")
                     assert env.get("ok"), (env, self.logtext())
+        except coil_client.ProtocolError as e:
+            # The server went away under the warm-up: its log says why.
+            rc = self.stop()
+            raise AssertionError("warm-up: %s; serve's status %s, log:\n%s"
+                                 % (e, rc, self.logtext())) from e
         except BaseException:
             self.stop()
             raise
