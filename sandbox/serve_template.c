@@ -138,7 +138,7 @@ void serve_template_setup_free(struct serve_template_setup *s) {
  * each child starts from its own copy-on-write image of them. */
 struct cached {
   unsigned long gen; /* cache_gen when filled: spares forked since know it */
-  char *code; /* the source, compared byte for byte on lookup */
+  char *code;        /* the source, compared byte for byte on lookup */
   size_t len;
   char digest[65];
   struct gate_result g;
@@ -457,7 +457,8 @@ static int spawn(const struct serve_template_setup *s,
     spare_discard();
     return -1;
   }
-  children[slot] = (struct child){.pid = spare.pid, .job_fd = fds[SERVE_FD_JOB]};
+  children[slot] =
+      (struct child){.pid = spare.pid, .job_fd = fds[SERVE_FD_JOB]};
   int pidfd = spare.pidfd;
   spare.pidfd = -1;
   spare.pid = 0;
@@ -576,11 +577,11 @@ static void serve_template_main(void *arg, int start_conn) {
   /* Every helper and codec now, once: no child imports anything. */
   if (guest_preimport(gate_helper_names, gate_n_helper_names, true, &err) < 0)
     die("helpers", err.msg);
-  int warmed = serve_warm_helpers(&err);
-  if (warmed < 0)
+  int failed = serve_warm_helpers(gate_helper_names, gate_n_helper_names, &err);
+  if (failed < 0)
     log_debug("serve template: helper warm-up: %s", err.msg);
   else
-    log_debug("serve template: %d helper warm-up steps done", warmed);
+    log_debug("serve template: helper warm-up done, %d steps failed", failed);
   /* Every child would drop the same capabilities from its bounding set,
    * one prctl and credential copy each: drop them here once. */
   if (layer_on(s->disabled, LAYER_CAPS)) {

@@ -3,6 +3,7 @@
 #include <marshal.h>
 
 #include "embed.h"
+#include "guest.h"
 
 /* sandbox/serve_warm.py as marshalled bytecode (build/gen/serve_warm.inc,
  * made by the Makefile like the gate's policy). */
@@ -46,9 +47,15 @@ static int count_of(PyObject *r, struct coil_error *err) {
   return (int)n;
 }
 
-int serve_warm_helpers(struct coil_error *err) {
+int serve_warm_helpers(const char *const *names, size_t n,
+                       struct coil_error *err) {
   PyObject *fn = warm_fn("helpers", err);
-  return fn ? count_of(PyObject_CallNoArgs(fn), err) : -1;
+  PyObject *map = fn ? guest_helpers_new(names, n, err) : NULL;
+  if (!map)
+    return -1;
+  int done = count_of(PyObject_CallOneArg(fn, map), err);
+  Py_DECREF(map);
+  return done;
 }
 
 int serve_warm_regexes(PyObject *src, struct coil_error *err) {

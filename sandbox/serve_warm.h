@@ -10,9 +10,12 @@
 
 #include "error.h"
 
-/* Builds the helpers' lazy state; the number of steps that worked, or -1
- * with err set. Needs the GIL, after the helpers are imported. */
-int serve_warm_helpers(struct coil_error *err);
+/* Calls the helpers names[0..n) once on constant input, as the user's
+ * code would; the number of steps that failed (a helper missing from the
+ * rootfs), or -1 with err set. Needs the GIL, after the helpers are
+ * imported. */
+int serve_warm_helpers(const char *const *names, size_t n,
+                       struct coil_error *err);
 
 /* Compiles the literal patterns of the accepted source src (a str); the
  * number kept in re's cache, or -1 with err set. Needs the GIL. */

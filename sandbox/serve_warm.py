@@ -2,8 +2,14 @@
 # otherwise compute again, using only trusted code and constant or literal
 # data; nothing of the user's code runs here (docs/serve.md, Security):
 #
-# - helpers(): the helpers' lazily built state (OpenSSL's digest lookups,
-#   hmac, json's encoder and decoder), from constant input;
+# - helpers(h): each helper called once on constant input, through the
+#   namespaces the user's code imports (h), so that what the helpers and
+#   the stdlib under them build on first use is there before any child
+#   runs: OpenSSL's digest lookups, the records' field names, ipaddress's
+#   netmask per prefix length, strptime's locale regexes, and the
+#   interpreter's method cache entries for the types these paths touch.
+#   A child then reads that state instead of building and writing it,
+#   which in a forked child costs a copied page per page written;
 # - regexes(src): the regular expressions that accepted handler code writes
 #   as literals (re.compile("...", re.I), re.match("...", s), ...), compiled
 #   into the re module's own cache, so each child finds them there instead
@@ -119,36 +125,100 @@ def literals(src):
     return found
 
 
-def helpers():
-    """Builds the helpers' lazy state; the number of steps that worked (a
-    helper missing from the rootfs is skipped)."""
-    n = 0
+def helpers(h):
+    """Runs each step on h, the helper namespaces by import name as the
+    user's code gets them; the number of steps that failed (one whose
+    helper is missing from the rootfs fails and is skipped)."""
+    failed = 0
     for step in _HELPER_STEPS:
         try:
-            step()
-            n += 1
+            step(h)
         except Exception:
-            pass
-    return n
+            failed += 1
+    return failed
 
 
-def _digests():
-    import hashlib
-    import hmac
-    for name in ("md5", "sha1", "sha224", "sha256", "sha384", "sha512"):
-        getattr(hashlib, name)(b"").hexdigest()
-        hashlib.new(name, b"").hexdigest()
-        hmac.new(b"k", b"", name).hexdigest()
+def _digests(h):
+    for name in ("md5", "sha1", "sha256", "sha512", "blake2b"):
+        getattr(h["hashlib"], name)(b"").hexdigest()
+        h["hmac"].digest(b"k", b"", name)
+    h["hmac"].compare_digest(b"a", b"a")
 
 
-def _json():
-    import json
+def _json(h):
+    json = h["json"]
     value = {"b": [1, 1.5, "x\u00e9", None, True], "a": {"c": -2}}
     json.loads(json.dumps(value, sort_keys=True))
-    json.loads(json.dumps(value, indent=1, separators=(",", ": ")))
+    json.loads(json.dumps(value, indent=1))
 
 
-_HELPER_STEPS = (_digests, _json)
+def _encodings(h):
+    b64, data = h["base64"], b"\x00coil\xff"
+    for kind in ("b64", "standard_b64", "urlsafe_b64", "b32", "b32hex",
+                 "b16", "b85"):
+        getattr(b64, kind + "decode")(getattr(b64, kind + "encode")(data))
+    h["binascii"].unhexlify(h["binascii"].hexlify(data))
+    h["binascii"].crc32(data)
+    st = h["struct"]
+    st.unpack(">HHI", st.pack(">HHI", 1, 2, 3))
+    st.unpack_from("!H", b"\x00\x01")
+    st.calcsize("<Q")
+
+
+def _datetime(h):
+    dt = h["datetime"]
+    utc = dt.timezone.utc
+    t = dt.datetime(2020, 1, 2, 3, 4, 5, 6, tzinfo=utc)
+    dt.datetime.fromisoformat(t.isoformat())
+    t.strftime("%Y-%m-%dT%H:%M:%SZ")
+    dt.datetime.strptime("2020-01-02 03:04:05", "%Y-%m-%d %H:%M:%S")
+    (t + dt.timedelta(days=1, seconds=2)).timestamp()
+    dt.datetime.fromtimestamp(0, utc)
+    dt.date(2020, 1, 2).isoformat()
+
+
+def _urls(h):
+    up = h["urllib.parse"]
+    url = "https://user:pw@example.test:8443/a/b;p?x=1&y=%20z#f"
+    up.urlunsplit(up.urlsplit(url))
+    up.urlunparse(up.urlparse(url))
+    up.urljoin(url, "../c?d=e")
+    up.parse_qs("x=1&y=%20z&x=2")
+    up.parse_qsl("x=1&y=", keep_blank_values=True)
+    up.urlencode({"a": "b c", "d": ["e", "f"]}, doseq=True)
+    up.unquote(up.quote("a b/\u00e9"))
+    up.unquote_plus(up.quote_plus("a b/\u00e9"))
+    up.unquote_to_bytes(up.quote_from_bytes(b"\xff/"))
+
+
+def _ipaddress(h):
+    ip = h["ipaddress"]
+    for addr, net in (("192.0.2.1", "192.0.2.0/24"),
+                      ("2001:db8::1", "2001:db8::/32")):
+        ip.ip_address(addr)
+        ip.in_network(addr, net)
+        ip.hosts(net, 2)
+        base = net.split("/")[0]
+        for prefix in range(129 if ":" in addr else 33):
+            ip.ip_network("%s/%d" % (base, prefix), strict=False)
+
+
+def _re(h):
+    r = h["re"]
+    r.compile("a+", r.I)
+    r.match("(a+)(b)?", "aab").groups()
+    r.search("b", "ab")
+    r.fullmatch("a+", "aa")
+    r.findall("a", "aa")
+    list(r.finditer("a", "aa"))
+    r.split(",", "a,b")
+    r.sub("a", "b", "aa")
+    r.subn("a", "b", "aa")
+    r.escape("a.b")
+
+
+_HELPER_STEPS = (_digests, _json, _encodings, _datetime, _urls, _ipaddress,
+                 _re)
 
 
 def regexes(src):
