@@ -297,8 +297,8 @@ static struct serve_tenant *tenant_for(const struct conn *c, yajl_val req,
   }
   if (!peer_allowed(t->cfg, &c->peer)) {
     *type = "Forbidden";
-    *answer = serve_error_envelope("Forbidden",
-                                   "this peer may not use the tenant");
+    *answer =
+        serve_error_envelope("Forbidden", "this peer may not use the tenant");
     return NULL;
   }
   return t;
@@ -780,8 +780,9 @@ int cmd_serve(const struct global_opts *g, int argc, char **argv) {
     return EXIT_ERR;
   }
   static char bundle_buf[PATH_MAX];
-  server_bundle = config.bundle ? config.bundle
-                                : cmd_default_bundle(bundle_buf, sizeof bundle_buf);
+  server_bundle = config.bundle
+                      ? config.bundle
+                      : cmd_default_bundle(bundle_buf, sizeof bundle_buf);
   n_tenants = config.n_tenants;
   tenants = calloc(n_tenants, sizeof *tenants);
   metrics = calloc(n_tenants, sizeof *metrics);
