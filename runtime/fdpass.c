@@ -10,8 +10,8 @@ union fdpass_cmsg {
   struct cmsghdr align;
 };
 
-int fdpass_send(int sock, const void *buf, size_t len, const int *fds,
-                size_t n, int flags) {
+int fdpass_send(int sock, const void *buf, size_t len, const int *fds, size_t n,
+                int flags) {
   if (n > FDPASS_MAX) {
     errno = EINVAL;
     return -1;
@@ -54,7 +54,8 @@ ssize_t fdpass_recv(int sock, void *buf, size_t len, int *fds, size_t max,
   if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
     size_t got = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
     int in[FDPASS_MAX];
-    memcpy(in, CMSG_DATA(c), sizeof(int) * (got < FDPASS_MAX ? got : FDPASS_MAX));
+    memcpy(in, CMSG_DATA(c),
+           sizeof(int) * (got < FDPASS_MAX ? got : FDPASS_MAX));
     for (size_t i = 0; i < got && i < FDPASS_MAX; i++) {
       if (i < max)
         fds[i] = in[i];

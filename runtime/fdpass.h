@@ -12,8 +12,8 @@
 /* Sends the len bytes of buf and the n fds of fds (n may be 0, at most
  * FDPASS_MAX) as one message, with sendmsg's flags plus MSG_NOSIGNAL;
  * 0 when all of it went, -1 with errno otherwise. */
-int fdpass_send(int sock, const void *buf, size_t len, const int *fds,
-                size_t n, int flags);
+int fdpass_send(int sock, const void *buf, size_t len, const int *fds, size_t n,
+                int flags);
 
 /* Receives one message into buf (at most len bytes) and its fds into fds
  * (at most max, close-on-exec; *n says how many came, the rest are -1),

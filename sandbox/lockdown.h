@@ -42,7 +42,6 @@ int lockdown_stage2(const struct lockdown_opts *o, struct coil_error *err);
  * arming a job make. lockdown_stage2 then only closes those calls, so the
  * user's code meets exactly stage 2, while the rest is done before the
  * request arrives. */
-int lockdown_stage2_before_job(struct lockdown_opts *o,
-                               struct coil_error *err);
+int lockdown_stage2_before_job(struct lockdown_opts *o, struct coil_error *err);
 
 #endif
