@@ -53,9 +53,9 @@ int serve_warm_helpers(const char *const *names, size_t n,
   PyObject *map = fn ? guest_helpers_new(names, n, err) : NULL;
   if (!map)
     return -1;
-  int done = count_of(PyObject_CallOneArg(fn, map), err);
+  int failed = count_of(PyObject_CallOneArg(fn, map), err);
   Py_DECREF(map);
-  return done;
+  return failed;
 }
 
 int serve_warm_regexes(PyObject *src, struct coil_error *err) {
