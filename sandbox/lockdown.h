@@ -23,7 +23,8 @@ struct lockdown_opts {
   bool job_steps_open; /* set by lockdown_stage2_before_job */
 };
 
-/* Compiles both stages' seccomp programs into f (malloc'd). */
+/* Compiles serve's two programs into f (malloc'd): stage 2 with the job
+ * steps open, and the filter that closes them. */
 int lockdown_compile(struct lockdown_filters *f, struct coil_error *err);
 
 /* Before the hostile source is parsed: Landlock read-only on the rootfs and
