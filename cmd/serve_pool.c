@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "answer_reader.h"
 #include "cgroup.h"
 #include "cgroup_stats.h"
 #include "cleanup.h"
@@ -518,12 +519,12 @@ static long long now_ms(void) {
 }
 
 struct job_state {
-  char *out;
-  size_t len, cap;
+  struct answer_reader rd; /* the child's output while it comes */
+  char *out;               /* then the answer taken from it */
+  size_t len;
   bool overflow;
   bool started, ended, watchdog, template_failed, oom_killed;
-  bool out_done; /* end of file on the output: the answer is final */
-  int pidfd;     /* the child's, from the STARTED reply, or -1 */
+  int pidfd; /* the child's, from the STARTED reply, or -1 */
   int status;
   double cpu;
   char digest[65];
@@ -629,47 +630,33 @@ static void drop_child(struct job_state *s) {
 
 /* Collects the child's output and the template's replies until both are
  * complete, killing the child at the deadline or over the output cap. With
- * early, it returns as soon as the child has started and closed its output
- * after writing some: nothing the child or its exit status does later can
- * change the answer (python_classify reads the output first), so only the
- * reap is left, for the finisher. */
+ * early, it returns as soon as the child has started and written some
+ * output that is final (answer_final): nothing the child or its exit
+ * status does later can change the answer (python_classify reads the
+ * output first), so only the reap is left, for the finisher. */
 static void collect(int out_r, int job_s, size_t out_cap, bool early,
                     struct job_state *s) {
-  bool job_open = true;
-  while (!s->out_done || job_open) {
-    if (early && s->out_done && s->started && s->len > 0)
+  bool job_open = true, out_open = out_r >= 0;
+  while (out_open || job_open) {
+    if (early && s->started && s->rd.len > 0 && answer_final(&s->rd))
       return;
     long long now = now_ms();
     if (!within_deadline(s, now))
       break;
     long long until = s->watchdog ? s->hard : s->deadline;
-    struct pollfd p[2] = {{.fd = s->out_done ? -1 : out_r, .events = POLLIN},
+    struct pollfd p[2] = {{.fd = out_open ? out_r : -1, .events = POLLIN},
                           {.fd = job_open ? job_s : -1, .events = POLLIN}};
     int n = poll(p, 2, (int)(until - now));
     if (n < 0 && errno != EINTR)
       break;
     if (p[1].revents && !take_reply(job_s, s))
       job_open = false;
-    if (p[0].revents) {
-      if (s->len == s->cap) {
-        size_t ncap = s->cap ? s->cap * 2 : 4096;
-        char *nb = realloc(s->out, ncap + 1);
-        if (!nb)
-          break;
-        s->out = nb;
-        s->cap = ncap;
-      }
-      ssize_t r = read(out_r, s->out + s->len, s->cap - s->len);
-      if (r > 0) {
-        s->len += (size_t)r;
-        if (s->len > out_cap && !s->overflow) {
-          s->overflow = true;
-          kill_child(s->pidfd);
-        }
-      } else if (r == 0 || errno != EINTR) {
-        s->out_done = true;
-      }
+    if (p[0].revents && answer_read(&s->rd, out_r) > 0 && s->rd.len > out_cap &&
+        !s->overflow) {
+      s->overflow = true;
+      kill_child(s->pidfd);
     }
+    out_open = out_open && !s->rd.eof;
   }
   drop_child(s);
 }
@@ -922,8 +909,7 @@ void serve_run(struct serve_tenant *t, enum serve_job_kind kind,
       collect(out_r, job_s, (size_t)lim->output_bytes + 4096,
               kind == SERVE_JOB_CALL, &s);
       close(out_r);
-      if (s.out)
-        s.out[s.len] = '\0';
+      s.out = answer_take(&s.rd, &s.len);
       if (s.pidfd >= 0) {
         /* Answered early: the reap is left, here if no finisher takes it. */
         early = finish_later(t, tm, job_s, &s);
@@ -950,8 +936,6 @@ void serve_run(struct serve_tenant *t, enum serve_job_kind kind,
     return;
   }
   memcpy(out->digest, s.digest, sizeof out->digest);
-  while (s.len && s.out[s.len - 1] == '\n')
-    s.out[--s.len] = '\0';
   if (s.template_failed && s.len == 0) {
     free(s.out);
     snprintf(why, sizeof why, "tenant %s: the template failed during the job",
