@@ -29,4 +29,8 @@ struct libmount_calls {
  * never opens a library from inside its own mount namespace. */
 const struct libmount_calls *libmount_calls(struct coil_error *err);
 
+/* Unmaps the library (and what it alone needed) from a process done with
+ * it; the next libmount_calls loads it again. */
+void libmount_unload(void);
+
 #endif

@@ -26,6 +26,7 @@
 #include "guest.h"
 #include "landlock.h"
 #include "layers.h"
+#include "libmount_load.h"
 #include "lockdown.h"
 #include "log.h"
 #include "privileges.h"
@@ -559,6 +560,10 @@ static void serve_template_main(void *arg, int start_conn) {
   const struct serve_template_setup *s = arg;
   struct coil_error err = {0};
   close(start_conn);
+  /* The container is built: libmount and the three libraries it brought
+   * would be twenty mappings in every child, each one copied by its clone
+   * and torn down by its exit. */
+  libmount_unload();
   sigset_t chld;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);

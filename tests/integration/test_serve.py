@@ -1014,6 +1014,22 @@ def test_serve_templates_do_not_run_from_the_host_binary():
             assert link != copy, (pid, link)
 
 
+def test_serve_template_maps_no_container_building_library():
+    """Every mapping of the template is copied by each child's clone and
+    torn down by its exit, so the template unloads libmount (and what it
+    alone brought: libblkid, libselinux, libpcre2) once the container is
+    built; its children, cloned from it, have none of them either."""
+    with Server([tenant("t1", UID_T1)]) as s, s.client("t1") as c:
+        assert c.call(code="def handle(r):\n    return 1\n",
+                      request={}).get("ok")
+        tpid = s.templates()["t1"]
+        with open("/proc/%d/maps" % tpid) as f:
+            maps = f.read()
+        for lib in ("libmount.so", "libblkid.so", "libselinux.so",
+                    "libpcre2-8.so"):
+            assert lib not in maps, (lib, maps)
+
+
 def test_serve_config_errors():
     d = harness.tmpdir()
     cases = [
