@@ -420,7 +420,7 @@ static const struct jw_object linux_obj =
 
 /* The layers a bundle may switch off one at a time (docs/design.md,
  * Layers). */
-static const char *const sandbox_layers[] = {
+const char *const coil_sandbox_layers[COIL_SANDBOX_LAYERS + 1] = {
     "userns",  "pidns",         "netns", "mountns",  "cgroup",
     "rlimits", "rlimit-memory", "caps",  "landlock", "seccomp",
     "audit",   "builtins",      "ast",   NULL};
@@ -442,7 +442,7 @@ static const struct jw_object python_obj =
 static const struct jw_field sandbox_fields[] = {
     JW_FLAT("python", JW_HAS(struct coil_sandbox, has_python), 0, &python_obj),
     JW_STRINGS("disable", struct coil_sandbox, disable, JW_NO_OFF, 0,
-               sandbox_layers),
+               coil_sandbox_layers),
 };
 static const struct jw_object sandbox_obj =
     JW_TABLE(struct coil_sandbox, sandbox_fields, NULL);

@@ -230,6 +230,11 @@ struct coil_linux {
   char *mount_label;
 };
 
+/* The layers sandbox.disable may name, in the order of enum sandbox_layer
+ * (sandbox/layers.h); NULL-terminated. */
+#define COIL_SANDBOX_LAYERS 13
+extern const char *const coil_sandbox_layers[COIL_SANDBOX_LAYERS + 1];
+
 /* coil's extension object; the bundle config is trusted (operator-written). */
 struct coil_sandbox {
   bool present;

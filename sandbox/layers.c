@@ -6,22 +6,16 @@
 
 #include "log.h"
 
-static const char *const layer_names[LAYER_COUNT] = {
-    "userns",  "pidns",         "netns", "mountns",  "cgroup",
-    "rlimits", "rlimit-memory", "caps",  "landlock", "seccomp",
-    "audit",   "builtins",      "ast",
-};
-
 unsigned layers_disabled(const struct coil_sandbox *sb) {
   unsigned mask = 0;
   for (size_t i = 0; i < sb->disable.n; i++)
     for (int l = 0; l < LAYER_COUNT; l++)
-      if (strcmp(sb->disable.v[i], layer_names[l]) == 0 &&
+      if (strcmp(sb->disable.v[i], coil_sandbox_layers[l]) == 0 &&
           !(mask & (1u << l))) {
         mask |= 1u << l;
         log_warn("sandbox.disable: the %s layer is OFF (for tests only; the "
                  "sandbox is weaker)",
-                 layer_names[l]);
+                 coil_sandbox_layers[l]);
       }
   return mask;
 }

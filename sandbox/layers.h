@@ -24,6 +24,8 @@ enum sandbox_layer {
   LAYER_AST,
   LAYER_COUNT
 };
+_Static_assert(LAYER_COUNT == COIL_SANDBOX_LAYERS,
+               "a layer for each name of coil_sandbox_layers (config.h)");
 
 /* Bitmask of disabled layers (bit = 1 << layer); warns once per layer. */
 unsigned layers_disabled(const struct coil_sandbox *sb);
