@@ -75,20 +75,12 @@ class Client:
     def _ask(self, msg, tenant, with_tenant=True):
         frame = _frame(msg, tenant if tenant is not None else self.tenant,
                        with_tenant)
-        fresh = self._sock is None
-        try:
-            return self._exchange(frame)
-        except _Closed:
-            # The server closed an idle connection: reconnect once. A fresh
-            # connection that fails is not retried.
-            self.close()
-            if fresh:
-                raise ProtocolError("the server closed the connection") from None
+        for _ in range(_tries(self._sock is None)):
             try:
                 return self._exchange(frame)
             except _Closed:
                 self.close()
-                raise ProtocolError("the server closed the connection") from None
+        raise ProtocolError("the server closed the connection")
 
     def _connect(self):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -170,18 +162,12 @@ class AsyncClient:
     async def _ask(self, msg, tenant, with_tenant=True):
         frame = _frame(msg, tenant if tenant is not None else self.tenant,
                        with_tenant)
-        fresh = self._sock is None
-        try:
-            return await self._timed(frame)
-        except _Closed:
-            await self.close()
-            if fresh:
-                raise ProtocolError("the server closed the connection") from None
+        for _ in range(_tries(self._sock is None)):
             try:
                 return await self._timed(frame)
             except _Closed:
                 await self.close()
-                raise ProtocolError("the server closed the connection") from None
+        raise ProtocolError("the server closed the connection")
 
     async def _timed(self, frame):
         try:
@@ -233,6 +219,13 @@ class AsyncClient:
                 raise _Closed()
             buf += chunk
         return buf
+
+
+def _tries(fresh):
+    """How many exchanges one operation may make: a connection the server
+    closed while it was idle is made again once; a fresh connection that
+    fails is not."""
+    return 1 if fresh else 2
 
 
 def _call_msg(handler, code, entry, request, limits):
