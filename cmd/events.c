@@ -127,8 +127,35 @@ static void put_memory(yajl_gen g, const struct coil_cgroup_stats *s) {
   yajl_gen_map_close(g);
 }
 
-/* runc's types.Stats; coil drives no blkio, rdt or network controller, so
- * those are empty as in runc without them. */
+/* runc's types.Blkio: each table with entries, each entry's zero fields
+ * left out as Go's omitempty does. */
+static void put_blkio(yajl_gen g, const struct coil_cgroup_stats *s) {
+  put_str(g, "blkio");
+  yajl_gen_map_open(g);
+  for (size_t t = 0; t < CG_IO_TABLES; t++) {
+    if (!s->io[t].n)
+      continue;
+    put_str(g, cg_stats_io_names[t]);
+    yajl_gen_array_open(g);
+    for (size_t i = 0; i < s->io[t].n; i++) {
+      const struct cg_stats_io_entry *e = &s->io[t].e[i];
+      yajl_gen_map_open(g);
+      put_u64_nz(g, "major", e->major);
+      put_u64_nz(g, "minor", e->minor);
+      if (e->op[0]) {
+        put_str(g, "op");
+        put_str(g, e->op);
+      }
+      put_u64_nz(g, "value", e->value);
+      yajl_gen_map_close(g);
+    }
+    yajl_gen_array_close(g);
+  }
+  yajl_gen_map_close(g);
+}
+
+/* runc's types.Stats; coil drives no rdt or network controller, so those
+ * are empty as in runc without them. */
 static void put_stats(yajl_gen g, const struct coil_cgroup_stats *s) {
   yajl_gen_map_open(g);
   put_cpu(g, s);
@@ -139,9 +166,7 @@ static void put_stats(yajl_gen g, const struct coil_cgroup_stats *s) {
   put_u64_nz(g, "current", s->pids.current);
   put_u64_nz(g, "limit", s->pids.limit);
   yajl_gen_map_close(g);
-  put_str(g, "blkio");
-  yajl_gen_map_open(g);
-  yajl_gen_map_close(g);
+  put_blkio(g, s);
   put_str(g, "hugetlb");
   yajl_gen_map_open(g);
   for (size_t i = 0; i < s->n_hugetlb; i++) {

@@ -14,6 +14,11 @@ const char *const cg_stats_cpuset_flags[8] = {
     "memory_migrate",  "memory_spread_page", "memory_spread_slab",
     "memory_pressure", "sched_load_balance"};
 
+const char *const cg_stats_io_names[CG_IO_TABLES] = {
+    "ioServiceBytesRecursive", "ioServicedRecursive", "ioQueueRecursive",
+    "ioServiceTimeRecursive",  "ioWaitTimeRecursive", "ioMergedRecursive",
+    "ioTimeRecursive",         "sectorsRecursive"};
+
 static bool is_v2(const struct cg_dir *d) { return d->drv == &cg_driver_v2; }
 
 /* dir/file as one number; "max" is unlimited; a missing or unreadable file
@@ -258,6 +263,153 @@ static int expand_list(const char *dir, const char *file, unsigned **out,
   return 0;
 }
 
+static int io_add(struct coil_cgroup_stats *s, enum cg_stats_io t,
+                  unsigned long long major, unsigned long long minor,
+                  const char *op, unsigned long long value,
+                  struct coil_error *err) {
+  struct cg_stats_io_entry *e =
+      reallocarray(s->io[t].e, s->io[t].n + 1, sizeof *e);
+  if (!e)
+    return coil_error_sys(err, ENOMEM, "%s", cg_stats_io_names[t]);
+  s->io[t].e = e;
+  e += s->io[t].n++;
+  *e = (struct cg_stats_io_entry){
+      .major = major, .minor = minor, .value = value};
+  snprintf(e->op, sizeof e->op, "%s", op);
+  return 0;
+}
+
+/* A v1 blkio file into table t, its lines "MAJ:MIN OP VALUE" or "MAJ:MIN
+ * VALUE" ("Total N" left out): the entries read, 0 when the file is
+ * missing or has none, -1 when a line is not of that shape (runc's
+ * getBlkioStat). */
+static int v1_io_file(const char *dir, const char *file, enum cg_stats_io t,
+                      struct coil_cgroup_stats *s, struct coil_error *err) {
+  cleanup_free char *text = NULL;
+  if (cg_read(dir, file, &text, err) < 0)
+    return err->err == ENOENT ? 0 : -1;
+  size_t before = s->io[t].n;
+  int n = 0;
+  for (char *save, *line = strtok_r(text, "\n", &save); line;
+       line = strtok_r(NULL, "\n", &save)) {
+    unsigned long long major, minor, value;
+    char op[16];
+    if (sscanf(line, "%llu:%llu %15s %llu", &major, &minor, op, &value) == 4) {
+      if (io_add(s, t, major, minor, op, value, err) < 0)
+        return -1;
+    } else if (sscanf(line, "%llu:%llu %llu", &major, &minor, &value) == 3) {
+      if (io_add(s, t, major, minor, "", value, err) < 0)
+        return -1;
+    } else if (strncmp(line, "Total ", 6) == 0) {
+      continue;
+    } else {
+      s->io[t].n = before; /* none of a file that is not all of this shape */
+      return coil_error_set(err, EINVAL,
+                            "%s: a line that is not MAJ:MIN "
+                            "[OP] VALUE: %s",
+                            file, line);
+    }
+    n++;
+  }
+  return n;
+}
+
+/* v1: the first family of blkio files that has entries, as runc reads
+ * them: bfq's with its debug files, bfq's, cfq's, the throttle's
+ * recursive ones, the throttle's own. A family is taken from its first
+ * file on, up to the first file that has nothing. */
+static int v1_io_stats(const char *dir, struct coil_cgroup_stats *s,
+                       struct coil_error *err) {
+  struct io_file {
+    const char *name;
+    enum cg_stats_io t;
+  };
+  static const struct io_file bfq_debug[] = {
+      {"blkio.bfq.sectors_recursive", CG_IO_SECTORS},
+      {"blkio.bfq.io_service_time_recursive", CG_IO_SERVICE_TIME},
+      {"blkio.bfq.io_wait_time_recursive", CG_IO_WAIT_TIME},
+      {"blkio.bfq.io_merged_recursive", CG_IO_MERGED},
+      {"blkio.bfq.io_queued_recursive", CG_IO_QUEUED},
+      {"blkio.bfq.time_recursive", CG_IO_TIME},
+      {"blkio.bfq.io_serviced_recursive", CG_IO_SERVICED},
+      {"blkio.bfq.io_service_bytes_recursive", CG_IO_SERVICE_BYTES},
+      {NULL, 0}};
+  static const struct io_file bfq[] = {
+      {"blkio.bfq.io_serviced_recursive", CG_IO_SERVICED},
+      {"blkio.bfq.io_service_bytes_recursive", CG_IO_SERVICE_BYTES},
+      {NULL, 0}};
+  static const struct io_file cfq[] = {
+      {"blkio.sectors_recursive", CG_IO_SECTORS},
+      {"blkio.io_service_time_recursive", CG_IO_SERVICE_TIME},
+      {"blkio.io_wait_time_recursive", CG_IO_WAIT_TIME},
+      {"blkio.io_merged_recursive", CG_IO_MERGED},
+      {"blkio.io_queued_recursive", CG_IO_QUEUED},
+      {"blkio.time_recursive", CG_IO_TIME},
+      {"blkio.io_serviced_recursive", CG_IO_SERVICED},
+      {"blkio.io_service_bytes_recursive", CG_IO_SERVICE_BYTES},
+      {NULL, 0}};
+  static const struct io_file throttle_recursive[] = {
+      {"blkio.throttle.io_serviced_recursive", CG_IO_SERVICED},
+      {"blkio.throttle.io_service_bytes_recursive", CG_IO_SERVICE_BYTES},
+      {NULL, 0}};
+  static const struct io_file throttle[] = {
+      {"blkio.throttle.io_serviced", CG_IO_SERVICED},
+      {"blkio.throttle.io_service_bytes", CG_IO_SERVICE_BYTES},
+      {NULL, 0}};
+  static const struct io_file *const families[] = {
+      bfq_debug, bfq, cfq, throttle_recursive, throttle};
+  for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
+    const struct io_file *x = families[f];
+    struct coil_error ignored;
+    if (v1_io_file(dir, x[0].name, x[0].t, s, &ignored) <= 0)
+      continue;
+    for (x++; x->name; x++) {
+      int n = v1_io_file(dir, x->name, x->t, s, err);
+      if (n <= 0)
+        return n;
+    }
+    return 0;
+  }
+  return 0;
+}
+
+/* v2's io.stat, "MAJ:MIN rbytes=N wbytes=N rios=N wios=N ...", in v1's
+ * tables as runc maps it: bytes and I/Os read and written; the rest has
+ * no v1 table. */
+static int v2_io_stats(const char *dir, struct coil_cgroup_stats *s,
+                       struct coil_error *err) {
+  static const struct {
+    const char *key, *op;
+    enum cg_stats_io t;
+  } keys[] = {{"rbytes", "Read", CG_IO_SERVICE_BYTES},
+              {"wbytes", "Write", CG_IO_SERVICE_BYTES},
+              {"rios", "Read", CG_IO_SERVICED},
+              {"wios", "Write", CG_IO_SERVICED}};
+  cleanup_free char *text = NULL;
+  if (cg_read(dir, "io.stat", &text, err) < 0)
+    return err->err == ENOENT ? 0 : -1;
+  for (char *save, *line = strtok_r(text, "\n", &save); line;
+       line = strtok_r(NULL, "\n", &save)) {
+    unsigned long long major, minor;
+    int at;
+    if (sscanf(line, "%llu:%llu%n", &major, &minor, &at) != 2)
+      continue;
+    for (char *sv, *kv = strtok_r(line + at, " ", &sv); kv;
+         kv = strtok_r(NULL, " ", &sv)) {
+      char *eq = strchr(kv, '=');
+      if (!eq)
+        continue;
+      *eq = '\0';
+      for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+        if (!strcmp(kv, keys[k].key) &&
+            io_add(s, keys[k].t, major, minor, keys[k].op,
+                   strtoull(eq + 1, NULL, 10), err) < 0)
+          return -1;
+    }
+  }
+  return 0;
+}
+
 static int cpuset_stats(const struct cg_dir *d, struct coil_cgroup_stats *s,
                         struct coil_error *err) {
   bool v2 = is_v2(d);
@@ -296,6 +448,8 @@ int cgroup_stats(const struct coil_cgroup *cg, struct coil_cgroup_stats *s,
     hugetlb_stats(d, s);
   if (r == 0 && (d = cg_find_dir(cg, CG_CPUSET)))
     r = cpuset_stats(d, s, err);
+  if (r == 0 && (d = cg_find_dir(cg, CG_BLKIO)))
+    r = is_v2(d) ? v2_io_stats(d->path, s, err) : v1_io_stats(d->path, s, err);
   if (r < 0)
     cgroup_stats_free(s);
   return r;
@@ -310,6 +464,8 @@ void cgroup_stats_free(struct coil_cgroup_stats *s) {
   free(s->cpu.percpu_user);
   free(s->cpuset.cpus);
   free(s->cpuset.mems);
+  for (size_t t = 0; t < CG_IO_TABLES; t++)
+    free(s->io[t].e);
   *s = (struct coil_cgroup_stats){0};
 }
 

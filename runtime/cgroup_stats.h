@@ -29,6 +29,24 @@ struct cg_stats_hugetlb {
 
 #define CG_STATS_MAX_HUGETLB 8
 
+/* runc's block I/O tables (BlkioStats), named by cg_stats_io_names. */
+enum cg_stats_io {
+  CG_IO_SERVICE_BYTES,
+  CG_IO_SERVICED,
+  CG_IO_QUEUED,
+  CG_IO_SERVICE_TIME,
+  CG_IO_WAIT_TIME,
+  CG_IO_MERGED,
+  CG_IO_TIME,
+  CG_IO_SECTORS,
+  CG_IO_TABLES
+};
+
+struct cg_stats_io_entry {
+  unsigned long long major, minor, value;
+  char op[16]; /* "Read", "Write", ...; empty in tables without one */
+};
+
 struct coil_cgroup_stats {
   struct {
     unsigned long long total, kernel, user; /* ns */
@@ -51,6 +69,10 @@ struct coil_cgroup_stats {
   struct cg_stats_hugetlb hugetlb[CG_STATS_MAX_HUGETLB];
   size_t n_hugetlb;
   struct {
+    struct cg_stats_io_entry *e;
+    size_t n;
+  } io[CG_IO_TABLES];
+  struct {
     unsigned *cpus, *mems;
     size_t n_cpus, n_mems;
     /* v1's cpuset flags, in runc's order (0 on v2). */
@@ -59,8 +81,9 @@ struct coil_cgroup_stats {
   } cpuset;
 };
 
-/* runc's JSON names of cpuset.flags[]. */
+/* runc's JSON names of cpuset.flags[] and of the block I/O tables. */
 extern const char *const cg_stats_cpuset_flags[8];
+extern const char *const cg_stats_io_names[CG_IO_TABLES];
 
 /* Fills s (free it with cgroup_stats_free) from every controller the
  * container's cgroup drives; a file a kernel lacks leaves its field 0. */

@@ -67,9 +67,10 @@ def _writer(dev, blockio, out):
     return new_bundle(cfg["process"]["args"], linux=lnx, mounts=mounts)
 
 
-def _run_writer(dev, blockio):
+def _run_writer(dev, blockio, during=None):
     """Runs the writer through its writes: (centiseconds they took, the
-    cgroup's written bytes for dev, the limit files' content)."""
+    cgroup's written bytes for dev, the limit files' content, and what
+    during(cid, root, cgroup dir) returned, called before the delete)."""
     root = new_root()
     cid = new_id()
     out = tmpdir(0o777)
@@ -87,9 +88,10 @@ def _run_writer(dev, blockio):
             time.sleep(0.1)
         took = int(_cat(os.path.join(out, "time")))
         written = _written(d, dev)
+        seen = during(cid, root, d) if during else None
     finally:
         check(coil("delete", "--force", cid, root=root))
-    return took, written, limits
+    return took, written, limits, seen
 
 
 def _cat(path):
@@ -143,8 +145,8 @@ def test_blockio_write_bps_throttles_direct_writes():
     # A read limit: the io (blkio) cgroup is there, writes go unthrottled.
     free = {"throttleReadBpsDevice": [{"major": major, "minor": minor,
                                        "rate": 1024 * MiB}]}
-    slow, slow_bytes, slow_limits = _run_writer(dev, limited)
-    fast, fast_bytes, fast_limits = _run_writer(dev, free)
+    slow, slow_bytes, slow_limits, _ = _run_writer(dev, limited)
+    fast, fast_bytes, fast_limits, _ = _run_writer(dev, free)
     if _v2():
         assert "%s rbps=max wbps=%d" % (key, RATE) in slow_limits["io.max"], \
             slow_limits
@@ -161,6 +163,85 @@ def test_blockio_write_bps_throttles_direct_writes():
     # a fraction of that, even emulated. A ratio, never a wall-time bound.
     assert slow >= 3 * max(fast, 1), \
         "throttled %d cs vs unthrottled %d cs" % (slow, fast)
+
+
+# runc's order of v1's blkio file families: (the file whose entries make
+# the family the one read, its I/Os file, its bytes file).
+V1_FAMILIES = [
+    ("blkio.bfq.sectors_recursive", "blkio.bfq.io_serviced_recursive",
+     "blkio.bfq.io_service_bytes_recursive"),
+    ("blkio.bfq.io_serviced_recursive", "blkio.bfq.io_serviced_recursive",
+     "blkio.bfq.io_service_bytes_recursive"),
+    ("blkio.sectors_recursive", "blkio.io_serviced_recursive",
+     "blkio.io_service_bytes_recursive"),
+    ("blkio.throttle.io_serviced_recursive",
+     "blkio.throttle.io_serviced_recursive",
+     "blkio.throttle.io_service_bytes_recursive"),
+    ("blkio.throttle.io_serviced", "blkio.throttle.io_serviced",
+     "blkio.throttle.io_service_bytes"),
+]
+
+
+def _file_writes(d, dev):
+    """(I/Os, bytes) written to dev as the cgroup's files count them, in
+    the files runc reads: io.stat (v2), v1's first family with entries."""
+    _, major, minor = dev
+    key = "%d:%d" % (major, minor)
+    if _v2():
+        for line in _cat(os.path.join(d, "io.stat")).splitlines():
+            parts = line.split()
+            if parts and parts[0] == key:
+                kv = dict(p.split("=", 1) for p in parts[1:])
+                return int(kv["wios"]), int(kv["wbytes"])
+        return None, None
+
+    def write_of(name):
+        for line in _cat(os.path.join(d, name)).splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == key and parts[1] == "Write":
+                return int(parts[2])
+        return None
+
+    for first, ios, nbytes in V1_FAMILIES:
+        if any(":" in line for line in
+               _cat(os.path.join(d, first)).splitlines()):
+            return write_of(ios), write_of(nbytes)
+    return None, None
+
+
+def _events_writes(cid, root, d, dev):
+    """(I/Os, bytes) written to dev in `coil events --stats`' blkio, and
+    the same from the cgroup's files, read right after."""
+    _, major, minor = dev
+    r = check(coil("events", "--stats", cid, root=root))
+    blkio = json.loads(r.stdout)["data"]["blkio"]
+
+    def write_of(table):
+        for e in blkio.get(table, []):
+            if (e.get("major", 0), e.get("minor", 0), e.get("op")) == \
+                    (major, minor, "Write"):
+                return e.get("value", 0)
+        return None
+
+    return ((write_of("ioServicedRecursive"),
+             write_of("ioServiceBytesRecursive")), _file_writes(d, dev))
+
+
+def test_blockio_events_stats_count_the_writes():
+    """`coil events --stats` reports the cgroup's block I/O in runc's
+    blkio tables: after WRITE bytes of direct writes to a disk, its Write
+    entries hold the I/Os and bytes the cgroup's own files count, and the
+    bytes are the writes'."""
+    dev = _block_device()
+    _, major, minor = dev
+    free = {"throttleReadBpsDevice": [{"major": major, "minor": minor,
+                                       "rate": 1024 * MiB}]}
+    _, written, _, (events, files) = _run_writer(
+        dev, free, lambda cid, root, d: _events_writes(cid, root, d, dev))
+    assert written == WRITE, written
+    assert events == files, (events, files)
+    if files[1] is not None:
+        assert files[1] == WRITE and files[0] > 0, files
 
 
 def test_blockio_weight_and_iops_in_cgroup_files():

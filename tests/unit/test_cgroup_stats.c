@@ -73,9 +73,12 @@ static void test_v2(void) {
   put(dir, "hugetlb.1GB.events", "max 0\n");
   put(dir, "cpuset.cpus.effective", "0-2,5\n");
   put(dir, "cpuset.mems.effective", "0\n");
+  put(dir, "io.stat",
+      "8:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n"
+      "253:1 rbytes=0 wbytes=512 rios=0 wios=1 dbytes=0 dios=0\n");
   char state[256];
   snprintf(state, sizeof state,
-           "coil-cgroup/1 v2:memory,pids,cpu,hugetlb,cpuset:1:%s", dir);
+           "coil-cgroup/1 v2:memory,pids,cpu,hugetlb,cpuset,blkio:1:%s", dir);
   struct coil_cgroup *cg = load(state);
   ok(cg != NULL, "v2: state loads");
   if (!cg)
@@ -111,6 +114,18 @@ static void test_v2(void) {
   ok(s.cpuset.n_cpus == 4 && s.cpuset.cpus[0] == 0 && s.cpuset.cpus[2] == 2 &&
          s.cpuset.cpus[3] == 5 && s.cpuset.n_mems == 1,
      "v2: effective cpuset lists expanded");
+  const struct cg_stats_io_entry *bytes = s.io[CG_IO_SERVICE_BYTES].e,
+                                 *ios = s.io[CG_IO_SERVICED].e;
+  ok(s.io[CG_IO_SERVICE_BYTES].n == 4 && s.io[CG_IO_SERVICED].n == 4 &&
+         bytes[0].major == 8 && bytes[0].minor == 0 &&
+         !strcmp(bytes[0].op, "Read") && bytes[0].value == 4096 &&
+         !strcmp(bytes[1].op, "Write") && bytes[1].value == 8192 &&
+         bytes[3].major == 253 && bytes[3].minor == 1 &&
+         bytes[3].value == 512 && !strcmp(ios[1].op, "Write") &&
+         ios[1].value == 2,
+     "v2: io.stat's bytes and I/Os read and written, per device");
+  ok(s.io[CG_IO_QUEUED].n == 0 && s.io[CG_IO_SECTORS].n == 0,
+     "v2: no table io.stat has nothing for");
   ok(cgroup_oom_kills(cg) == 2, "v2: oom_kill of memory.events");
   cgroup_stats_free(&s);
   put(dir, "memory.swap.max", "1000\n");
@@ -185,6 +200,96 @@ static void test_v1(void) {
   cgroup_free(cg);
 }
 
+/* The v1 blkio files of one cgroup directory as stats, in a fresh dir. */
+static struct coil_cgroup_stats *
+v1_io(const char *name, const char *const *files, struct coil_cgroup_stats *s) {
+  char dir[128], state[256];
+  snprintf(dir, sizeof dir, "%s/%s", tmp, name);
+  mkdir(dir, 0755);
+  for (size_t i = 0; files[i]; i += 2)
+    put(dir, files[i], files[i + 1]);
+  snprintf(state, sizeof state, "coil-cgroup/1 v1:blkio:1:%s", dir);
+  struct coil_cgroup *cg = load(state);
+  struct coil_error err;
+  int rc = cg ? cgroup_stats(cg, s, &err) : -1;
+  cgroup_free(cg);
+  return rc == 0 ? s : NULL;
+}
+
+#define BYTES_254                                                              \
+  "254:0 Read 4096\n254:0 Write 512\n254:0 Sync 512\n254:0 Async 4096\n"       \
+  "254:0 Discard 0\n254:0 Total 4608\nTotal 4608\n"
+
+static void test_v1_io(void) {
+  struct coil_cgroup_stats s;
+  /* BFQ's files with nothing yet: the throttle's recursive ones. */
+  const char *const throttle[] = {"blkio.bfq.io_serviced_recursive",
+                                  "Total 0\n",
+                                  "blkio.bfq.io_service_bytes_recursive",
+                                  "Total 0\n",
+                                  "blkio.throttle.io_serviced_recursive",
+                                  "254:0 Read 1\n254:0 Write 1\nTotal 2\n",
+                                  "blkio.throttle.io_service_bytes_recursive",
+                                  BYTES_254,
+                                  "blkio.throttle.io_service_bytes",
+                                  "254:0 Read 1\nTotal 1\n",
+                                  NULL};
+  ok(v1_io("throttle", throttle, &s) != NULL, "v1 io: stats read");
+  const struct cg_stats_io_entry *b = s.io[CG_IO_SERVICE_BYTES].e;
+  ok(s.io[CG_IO_SERVICE_BYTES].n == 6 && b[0].major == 254 && b[0].minor == 0 &&
+         !strcmp(b[0].op, "Read") && b[0].value == 4096 &&
+         !strcmp(b[5].op, "Total") && b[5].value == 4608,
+     "v1 io: each device line with its op, the last Total line left out");
+  ok(s.io[CG_IO_SERVICED].n == 2 && s.io[CG_IO_SERVICED].e[1].value == 1,
+     "v1 io: the family whose first file has entries (throttle, recursive)");
+  cgroup_stats_free(&s);
+
+  /* CFQ's family, with its files of lines without an op. */
+  const char *const cfq[] = {"blkio.sectors_recursive",
+                             "8:0 6792\n",
+                             "blkio.io_service_time_recursive",
+                             "8:0 Read 10\nTotal 10\n",
+                             "blkio.io_wait_time_recursive",
+                             "8:0 Read 20\nTotal 20\n",
+                             "blkio.io_merged_recursive",
+                             "8:0 Read 0\nTotal 0\n",
+                             "blkio.io_queued_recursive",
+                             "8:0 Read 0\nTotal 0\n",
+                             "blkio.time_recursive",
+                             "8:0 31\n",
+                             "blkio.io_serviced_recursive",
+                             "8:0 Read 2\nTotal 2\n",
+                             "blkio.io_service_bytes_recursive",
+                             "8:0 Read 8192\nTotal 8192\n",
+                             "blkio.throttle.io_service_bytes_recursive",
+                             BYTES_254,
+                             NULL};
+  ok(v1_io("cfq", cfq, &s) != NULL, "v1 io (cfq): stats read");
+  ok(s.io[CG_IO_SECTORS].n == 1 && s.io[CG_IO_SECTORS].e[0].op[0] == '\0' &&
+         s.io[CG_IO_SECTORS].e[0].value == 6792 &&
+         s.io[CG_IO_TIME].e[0].value == 31,
+     "v1 io (cfq): sectors and time, lines without an op");
+  ok(s.io[CG_IO_SERVICE_BYTES].n == 1 &&
+         s.io[CG_IO_SERVICE_BYTES].e[0].value == 8192 &&
+         s.io[CG_IO_WAIT_TIME].e[0].value == 20,
+     "v1 io (cfq): taken before the throttle's files, and only it");
+  cgroup_stats_free(&s);
+
+  /* A first file not of the shape: the next family. */
+  const char *const odd[] = {"blkio.bfq.io_serviced_recursive",
+                             "8:0 Read 2\ngarbage\n",
+                             "blkio.throttle.io_serviced_recursive",
+                             "254:0 Read 1\nTotal 1\n",
+                             "blkio.throttle.io_service_bytes_recursive",
+                             BYTES_254,
+                             NULL};
+  ok(v1_io("odd", odd, &s) != NULL && s.io[CG_IO_SERVICED].n == 1 &&
+         s.io[CG_IO_SERVICED].e[0].major == 254,
+     "v1 io: a family whose first file has a line of another shape is "
+     "passed over, none of it kept");
+  cgroup_stats_free(&s);
+}
+
 int main(void) {
   snprintf(tmp, sizeof tmp, "/tmp/coil-cgstats-XXXXXX");
   if (!mkdtemp(tmp)) {
@@ -193,6 +298,7 @@ int main(void) {
   }
   test_v2();
   test_v1();
+  test_v1_io();
   nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
   return tap_done();
 }
