@@ -321,54 +321,46 @@ static int v1_io_file(const char *dir, const char *file, enum cg_stats_io t,
 static int v1_io_stats(const char *dir, struct coil_cgroup_stats *s,
                        struct coil_error *err) {
   struct io_file {
-    const char *name;
+    const char *name; /* after the family's prefix */
     enum cg_stats_io t;
   };
-  static const struct io_file bfq_debug[] = {
-      {"blkio.bfq.sectors_recursive", CG_IO_SECTORS},
-      {"blkio.bfq.io_service_time_recursive", CG_IO_SERVICE_TIME},
-      {"blkio.bfq.io_wait_time_recursive", CG_IO_WAIT_TIME},
-      {"blkio.bfq.io_merged_recursive", CG_IO_MERGED},
-      {"blkio.bfq.io_queued_recursive", CG_IO_QUEUED},
-      {"blkio.bfq.time_recursive", CG_IO_TIME},
-      {"blkio.bfq.io_serviced_recursive", CG_IO_SERVICED},
-      {"blkio.bfq.io_service_bytes_recursive", CG_IO_SERVICE_BYTES},
+  static const struct io_file all[] = {
+      {"sectors_recursive", CG_IO_SECTORS},
+      {"io_service_time_recursive", CG_IO_SERVICE_TIME},
+      {"io_wait_time_recursive", CG_IO_WAIT_TIME},
+      {"io_merged_recursive", CG_IO_MERGED},
+      {"io_queued_recursive", CG_IO_QUEUED},
+      {"time_recursive", CG_IO_TIME},
+      {"io_serviced_recursive", CG_IO_SERVICED},
+      {"io_service_bytes_recursive", CG_IO_SERVICE_BYTES},
       {NULL, 0}};
-  static const struct io_file bfq[] = {
-      {"blkio.bfq.io_serviced_recursive", CG_IO_SERVICED},
-      {"blkio.bfq.io_service_bytes_recursive", CG_IO_SERVICE_BYTES},
+  static const struct io_file *const recursive = all + 6;
+  static const struct io_file own[] = {
+      {"io_serviced", CG_IO_SERVICED},
+      {"io_service_bytes", CG_IO_SERVICE_BYTES},
       {NULL, 0}};
-  static const struct io_file cfq[] = {
-      {"blkio.sectors_recursive", CG_IO_SECTORS},
-      {"blkio.io_service_time_recursive", CG_IO_SERVICE_TIME},
-      {"blkio.io_wait_time_recursive", CG_IO_WAIT_TIME},
-      {"blkio.io_merged_recursive", CG_IO_MERGED},
-      {"blkio.io_queued_recursive", CG_IO_QUEUED},
-      {"blkio.time_recursive", CG_IO_TIME},
-      {"blkio.io_serviced_recursive", CG_IO_SERVICED},
-      {"blkio.io_service_bytes_recursive", CG_IO_SERVICE_BYTES},
-      {NULL, 0}};
-  static const struct io_file throttle_recursive[] = {
-      {"blkio.throttle.io_serviced_recursive", CG_IO_SERVICED},
-      {"blkio.throttle.io_service_bytes_recursive", CG_IO_SERVICE_BYTES},
-      {NULL, 0}};
-  static const struct io_file throttle[] = {
-      {"blkio.throttle.io_serviced", CG_IO_SERVICED},
-      {"blkio.throttle.io_service_bytes", CG_IO_SERVICE_BYTES},
-      {NULL, 0}};
-  static const struct io_file *const families[] = {
-      bfq_debug, bfq, cfq, throttle_recursive, throttle};
+  static const struct {
+    const char *prefix;
+    const struct io_file *files;
+  } families[] = {{"blkio.bfq.", all},
+                  {"blkio.bfq.", recursive},
+                  {"blkio.", all},
+                  {"blkio.throttle.", recursive},
+                  {"blkio.throttle.", own}};
   for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
-    const struct io_file *x = families[f];
-    struct coil_error ignored;
-    if (v1_io_file(dir, x[0].name, x[0].t, s, &ignored) <= 0)
-      continue;
-    for (x++; x->name; x++) {
-      int n = v1_io_file(dir, x->name, x->t, s, err);
+    for (const struct io_file *x = families[f].files; x->name; x++) {
+      char name[64];
+      snprintf(name, sizeof name, "%s%s", families[f].prefix, x->name);
+      struct coil_error ignored;
+      int n = v1_io_file(dir, name, x->t, s,
+                         x == families[f].files ? &ignored : err);
+      if (n <= 0 && x == families[f].files)
+        break; /* the next family */
       if (n <= 0)
         return n;
     }
-    return 0;
+    if (s->io[families[f].files->t].n)
+      return 0;
   }
   return 0;
 }
