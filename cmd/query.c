@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <yajl/yajl_gen.h>
 
+#include "caps.h"
 #include "cleanup.h"
 #include "cmd.h"
 #include "container.h"
@@ -247,35 +248,45 @@ int cmd_spec(const struct global_opts *g, int argc, char **argv) {
   return EXIT_OK;
 }
 
+static void print_cap(const char *name, void *first) {
+  printf("%s\"%s\"", *(bool *)first ? "" : ", ", name);
+  *(bool *)first = false;
+}
+
 int cmd_features(const struct global_opts *g, int argc, char **argv) {
   (void)g;
   (void)argv;
   if (argc != 1)
     return cmd_usage_error("features", "takes no arguments");
+  fputs("{\n"
+        "  \"ociVersionMin\": \"1.0.0\",\n"
+        "  \"ociVersionMax\": \"" COIL_OCI_VERSION "\",\n"
+        "  \"hooks\": [\"prestart\", \"createRuntime\", \"createContainer\", "
+        "\"startContainer\", \"poststart\", \"poststop\"],\n"
+        "  \"mountOptions\": [\"async\", \"atime\", \"bind\", \"defaults\", "
+        "\"dev\", \"diratime\", \"dirsync\", \"exec\", \"idmap\", "
+        "\"lazytime\", \"mand\", \"noatime\", \"nodev\", \"nodiratime\", "
+        "\"noexec\", \"nolazytime\", \"nomand\", \"norelatime\", "
+        "\"nostrictatime\", \"nosuid\", \"nosymfollow\", \"private\", "
+        "\"ratime\", \"rbind\", \"rdev\", \"rdiratime\", \"relatime\", "
+        "\"remount\", \"rexec\", \"ridmap\", \"rnoatime\", \"rnodev\", "
+        "\"rnodiratime\", \"rnoexec\", \"rnorelatime\", \"rnostrictatime\", "
+        "\"rnosuid\", \"rnosymfollow\", \"ro\", \"rprivate\", \"rrelatime\", "
+        "\"rro\", \"rrw\", \"rshared\", \"rslave\", \"rstrictatime\", "
+        "\"rsuid\", \"rsymfollow\", \"runbindable\", \"rw\", \"shared\", "
+        "\"slave\", \"strictatime\", \"suid\", \"symfollow\", \"sync\", "
+        "\"tmpcopyup\", \"unbindable\"],\n"
+        "  \"linux\": {\n"
+        "    \"capabilities\": [",
+        stdout);
+  bool first = true;
+  caps_each_name(print_cap, &first);
   fputs(
-      "{\n"
-      "  \"ociVersionMin\": \"1.0.0\",\n"
-      "  \"ociVersionMax\": \"" COIL_OCI_VERSION "\",\n"
-      "  \"hooks\": [\"prestart\", \"createRuntime\", \"createContainer\", "
-      "\"startContainer\", \"poststart\", \"poststop\"],\n"
-      "  \"mountOptions\": [\"async\", \"atime\", \"bind\", \"defaults\", "
-      "\"dev\", \"diratime\", \"dirsync\", \"exec\", \"idmap\", "
-      "\"lazytime\", \"mand\", \"noatime\", \"nodev\", \"nodiratime\", "
-      "\"noexec\", \"nolazytime\", \"nomand\", \"norelatime\", "
-      "\"nostrictatime\", \"nosuid\", \"nosymfollow\", \"private\", "
-      "\"ratime\", \"rbind\", \"rdev\", \"rdiratime\", \"relatime\", "
-      "\"remount\", \"rexec\", \"ridmap\", \"rnoatime\", \"rnodev\", "
-      "\"rnodiratime\", \"rnoexec\", \"rnorelatime\", \"rnostrictatime\", "
-      "\"rnosuid\", \"rnosymfollow\", \"ro\", \"rprivate\", \"rrelatime\", "
-      "\"rro\", \"rrw\", \"rshared\", \"rslave\", \"rstrictatime\", "
-      "\"rsuid\", \"rsymfollow\", \"runbindable\", \"rw\", \"shared\", "
-      "\"slave\", \"strictatime\", \"suid\", \"symfollow\", \"sync\", "
-      "\"tmpcopyup\", \"unbindable\"],\n"
-      "  \"linux\": {\n"
+      "],\n"
       "    \"namespaces\": [\"cgroup\", \"ipc\", \"mount\", \"network\", "
       "\"pid\", "
       "\"user\", \"uts\"],\n"
-      "    \"cgroup\": {\"v1\": true, \"v2\": true, \"systemd\": false, "
+      "    \"cgroup\": {\"v1\": true, \"v2\": true, \"systemd\": true, "
       "\"systemdUser\": false},\n"
       "    \"seccomp\": {\n"
       "      \"enabled\": true,\n"

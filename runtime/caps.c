@@ -77,6 +77,15 @@ static int check_subset(const struct coil_caps *c, enum coil_cap_set set,
                         set_names[of]);
 }
 
+void caps_each_name(void (*fn)(const char *name, void *arg), void *arg) {
+  for (cap_value_t v = 0; v < CAP_NUMBERS; v++) {
+    char name[32];
+    /* libcap spells a number it has no name for as digits. */
+    if (cap_lookup(cap_upper(v, name, sizeof name)) == v)
+      fn(name, arg);
+  }
+}
+
 int caps_number(const char *name) {
   int v = cap_lookup(name);
   return v >= 0 && v < cap_max_bits() && v < CAP_NUMBERS ? v : -1;

@@ -16,9 +16,14 @@ struct coil_caps {
   uint64_t sets[COIL_CAP_SET_COUNT]; /* bit n = capability number n */
 };
 
-/* Unknown names are skipped with a warning (runc does the same). */
+/* An unknown name is an error naming its field; a known name the running
+ * kernel does not have is skipped with a warning (runc does the same). */
 int caps_parse(const struct coil_process *p, struct coil_caps *out,
                struct coil_error *err);
+
+/* Calls fn with each name caps_parse knows ("CAP_CHOWN", ...), in number
+ * order: the list `features` prints. */
+void caps_each_name(void (*fn)(const char *name, void *arg), void *arg);
 
 /* The number of a capability name ("CAP_NET_ADMIN", any case); -1 when
  * unknown or beyond what the running kernel has. */

@@ -201,6 +201,33 @@ def test_unknown_capability_is_an_error_naming_the_field():
         assert os.listdir(root) == []
 
 
+def test_features_lists_the_capability_names_create_accepts():
+    """features' linux.capabilities are the names a config may use, from
+    CAP_CHOWN in number order; a container whose bounding set lists every
+    one of them is created (a name the kernel lacks only warns), and no
+    unknown one is among them."""
+    feats = json.loads(check(coil("features")).stdout)["linux"]
+    caps = feats["capabilities"]
+    assert caps[0] == "CAP_CHOWN" and "CAP_SYS_ADMIN" in caps, caps
+    assert len(caps) == len(set(caps)) and \
+        all(c.startswith("CAP_") and c.isupper() for c in caps), caps
+    b = new_bundle(["true"], process={"capabilities": {"bounding": caps}})
+    root = new_root()
+    cid = new_id()
+    r = coil("create", "--bundle", b, cid, root=root)
+    assert r.returncode == 0 and "unknown capability" not in r.stderr, \
+        describe(r)
+    check(coil("delete", "--force", cid, root=root))
+
+
+def test_features_says_which_cgroup_drivers_there_are():
+    """cgroupfs v1 and v2 and the systemd driver (--systemd-cgroup, over
+    the system bus); not a user session's systemd."""
+    feats = json.loads(check(coil("features")).stdout)["linux"]
+    assert feats["cgroup"] == {"v1": True, "v2": True, "systemd": True,
+                               "systemdUser": False}, feats["cgroup"]
+
+
 # ------------------------------------------------- create without process
 
 def test_create_without_process_then_start_fails_clearly():
