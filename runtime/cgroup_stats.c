@@ -348,19 +348,19 @@ static int v1_io_stats(const char *dir, struct coil_cgroup_stats *s,
                   {"blkio.throttle.", recursive},
                   {"blkio.throttle.", own}};
   for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
-    for (const struct io_file *x = families[f].files; x->name; x++) {
-      char name[64];
+    const struct io_file *x = families[f].files;
+    char name[64];
+    struct coil_error ignored;
+    snprintf(name, sizeof name, "%s%s", families[f].prefix, x->name);
+    if (v1_io_file(dir, name, x->t, s, &ignored) <= 0)
+      continue; /* the next family */
+    for (x++; x->name; x++) {
       snprintf(name, sizeof name, "%s%s", families[f].prefix, x->name);
-      struct coil_error ignored;
-      int n = v1_io_file(dir, name, x->t, s,
-                         x == families[f].files ? &ignored : err);
-      if (n <= 0 && x == families[f].files)
-        break; /* the next family */
+      int n = v1_io_file(dir, name, x->t, s, err);
       if (n <= 0)
         return n;
     }
-    if (s->io[families[f].files->t].n)
-      return 0;
+    return 0;
   }
   return 0;
 }
