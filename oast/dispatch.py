@@ -16,6 +16,16 @@ from oast.tenants import Busy, Tenant
 # the listener's backstop for a backend that does not.
 BACKSTOP_S = 3.0
 
+# What one read of a listener's socket asks for. asyncio's default, 256 KiB,
+# is above malloc's mmap threshold: every datagram and every TCP read would
+# map a buffer, shrink it and unmap it again. No UDP datagram is larger.
+READ_MAX = 65535
+
+
+def small_reads(transport):
+    """Reads of transport's socket ask for READ_MAX bytes at a time."""
+    transport.max_size = READ_MAX
+
 
 class Core:
     def __init__(self, cfg, backend):

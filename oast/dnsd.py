@@ -14,6 +14,7 @@ from dnslib import (AAAA, CNAME, DNSRecord, NS, QTYPE, RCODE, RR,
 
 from oast import answers
 from oast.config import route_for
+from oast.dispatch import small_reads
 
 TCP_IDLE_S = 10.0
 TCP_CONNS_MAX = 256
@@ -136,6 +137,7 @@ class _Udp(asyncio.DatagramProtocol):
 
     def connection_made(self, transport):
         self.transport = transport
+        small_reads(transport)
 
     def datagram_received(self, data, addr):
         self.svc.core.spawn(self._serve(data, addr))
@@ -152,6 +154,7 @@ async def _tcp_client(svc, reader, writer):
         writer.close()
         return
     svc.tcp_conns += 1
+    small_reads(writer.transport)
     try:
         while True:
             try:

@@ -10,6 +10,7 @@ import urllib.parse
 
 from oast import answers
 from oast.config import route_for
+from oast.dispatch import small_reads
 
 HEAD_MAX = 16384
 HEADERS_MAX = 64
@@ -90,6 +91,7 @@ class HttpService:
             writer.close()
             return
         self.conns += 1
+        small_reads(writer.transport)
         head_only = False
         unread = False
         try:

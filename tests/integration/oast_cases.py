@@ -404,6 +404,27 @@ def case_static_zone_and_authority(backend):
     assert lst.dig("static.t1.oast.test", tcp=True).split() == ["192.0.2.53"]
 
 
+def case_largest_udp_query_is_read_whole(backend):
+    """A query as large as a UDP datagram can be (EDNS padding fills it) is
+    read whole and answered: the listener's reads are not cut short."""
+    lst = Listener(backend)
+    q = struct.pack(">HHHHHH", 0x4242, 0x0100, 1, 0, 0, 1)
+    for label in "static.t1.oast.test".split("."):
+        q += bytes([len(label)]) + label.encode()
+    q += b"\0" + struct.pack(">HH", 1, 1)
+    pad = 65507 - len(q) - 11 - 4  # the largest IPv4 UDP payload
+    q += b"\0" + struct.pack(">HHIH", 41, 4096, 0, pad + 4)
+    q += struct.pack(">HH", 12, pad) + bytes(pad)
+    assert len(q) == 65507
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.settimeout(30)
+        s.sendto(q, ("127.0.0.1", lst.dns_port))
+        data = s.recv(4096)
+    assert data[:2] == b"\x42\x42" and data[3] & 0xF == 0, data[:12]
+    assert struct.unpack(">H", data[6:8])[0] == 1, data
+    assert bytes([192, 0, 2, 53]) in data, data
+
+
 def case_bad_results_are_handler_errors(backend):
     lst = Listener(backend)
     for shape in SHAPES:
