@@ -67,6 +67,11 @@ class Tenant:
         if ent is None:
             ent = self.key_locks[key] = [asyncio.Lock(), 0]
         ent[1] += 1
+        if ent[1] == 1:
+            # No one holds the key or waits for it: taken at once, without
+            # the task and timer a bounded wait costs.
+            await ent[0].acquire()
+            return ent
         try:
             await asyncio.wait_for(ent[0].acquire(), wait_s)
         except asyncio.TimeoutError:

@@ -63,3 +63,36 @@ def test_oast_py_tenant_bundle_sets_uid_range():
             break
     assert want in seen, "t2's sandbox uid %d never seen" % want
     lst.stop()
+
+
+def test_oast_key_lock_bounds_a_wait_and_serializes():
+    """Calls for one state key: a free key is taken at once, a held one is
+    waited for at most wait_s (then Busy), and once released the next call
+    takes it."""
+    import asyncio
+    import sys
+    import harness
+    sys.path.insert(0, harness.REPO)
+    from oast.tenants import Busy, Tenant
+    t = Tenant({"name": "t", "limits": {"state_keys_max": 8, "queue_ms": 200}})
+
+    async def scenario():
+        first = await t.key_lock("k", 5.0)
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        try:
+            await asyncio.wait_for(t.key_lock("k", 0.2), 10.0)
+        except Busy:
+            pass
+        else:
+            raise AssertionError("a held key was taken")
+        assert 0.15 <= loop.time() - t0 < 5.0, loop.time() - t0
+        waiter = asyncio.ensure_future(t.key_lock("k", 5.0))
+        await asyncio.sleep(0.05)
+        assert not waiter.done()
+        t.key_unlock("k", first)
+        second = await asyncio.wait_for(waiter, 5.0)
+        t.key_unlock("k", second)
+        assert t.key_locks == {}
+
+    asyncio.run(scenario())
