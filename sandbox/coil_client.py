@@ -25,6 +25,7 @@ import struct
 __all__ = ["AsyncClient", "Client", "ProtocolError"]
 
 _MAX_ANSWER = 64 << 20
+_READ_MAX = 64 << 10
 # asyncio.timeout (3.11) bounds an await without a task of its own.
 _timeout = getattr(asyncio, "timeout", None)
 
@@ -195,11 +196,7 @@ class AsyncClient:
             self._sock = s
         try:
             await loop.sock_sendall(self._sock, frame)
-            (n,) = struct.unpack(">I", await self._recv(loop, 4))
-            if n > _MAX_ANSWER:
-                await self.close()
-                raise ProtocolError("answer of %d bytes is too large" % n)
-            data = await self._recv(loop, n)
+            data = await self._read_answer(loop)
         except (BrokenPipeError, ConnectionResetError):
             raise _Closed() from None
         except OSError as e:
@@ -211,10 +208,28 @@ class AsyncClient:
             await self.close()
             raise
 
+    async def _read_answer(self, loop):
+        """The answer's body. Its length and body mostly come in one read:
+        each read that has to wait costs the event loop a registration of
+        the socket and its removal."""
+        buf = await self._recv(loop, 4)
+        (n,) = struct.unpack(">I", buf[:4])
+        if n > _MAX_ANSWER:
+            await self.close()
+            raise ProtocolError("answer of %d bytes is too large" % n)
+        if len(buf) < 4 + n:
+            buf += await self._recv(loop, 4 + n - len(buf))
+        if len(buf) > 4 + n:
+            await self.close()
+            raise ProtocolError("more bytes than one answer")
+        return buf[4:]
+
     async def _recv(self, loop, n):
+        """At least n bytes, in reads of up to _READ_MAX."""
         buf = b""
         while len(buf) < n:
-            chunk = await loop.sock_recv(self._sock, n - len(buf))
+            chunk = await loop.sock_recv(self._sock, max(n - len(buf),
+                                                         _READ_MAX))
             if not chunk:
                 raise _Closed()
             buf += chunk

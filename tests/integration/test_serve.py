@@ -396,6 +396,61 @@ def test_serve_async_client_matches_sync_client():
         asyncio.run(main())
 
 
+def test_serve_async_client_reads_exactly_one_answer():
+    """AsyncClient reads an answer however the server's writes split it
+    (a length cut in two, a body in pieces, a body larger than one read)
+    and refuses bytes past the answer, which no request asked for."""
+    import asyncio
+    path = os.path.join(harness.tmpdir(), "fake.sock")
+    big = {"ok": True, "result": "x" * 200000}
+    scripts = [
+        [b"\0\0", b"\0\x0b", b'{"ok":', b"true}"],
+        [_frame_bytes(big)],
+        [_frame_bytes({"ok": True}) + b"\0\0\0\x02{}"],
+    ]
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(4)
+
+    def serve():
+        for pieces in scripts:
+            conn, _ = srv.accept()
+            with conn:
+                (n,) = struct.unpack(">I", conn.recv(4, socket.MSG_WAITALL))
+                conn.recv(n, socket.MSG_WAITALL)
+                for p in pieces:
+                    conn.sendall(p)
+                    time.sleep(0.02)
+                time.sleep(0.1)
+
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+
+    async def main():
+        for want in ({"ok": True}, big):
+            c = coil_client.AsyncClient(path, timeout=10)
+            assert await c.ping() == want
+            await c.close()
+        c = coil_client.AsyncClient(path, timeout=10)
+        try:
+            env = await c.ping()
+            raise AssertionError("took a second answer in: %r" % (env,))
+        except coil_client.ProtocolError as e:
+            assert "more bytes than one answer" in str(e), e
+        await c.close()
+
+    try:
+        asyncio.run(main())
+    finally:
+        th.join(10)
+        srv.close()
+
+
+def _frame_bytes(obj):
+    body = json.dumps(obj).encode()
+    return struct.pack(">I", len(body)) + body
+
+
 # ---------------------------------------------------------------- handlers
 
 def test_serve_register_replace_remove():
