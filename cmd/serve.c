@@ -736,7 +736,8 @@ static void reload(const char *path) {
       *old = *nw;
       *nw = tmp;
       tenants[i].bundle = old->bundle ? old->bundle : server_bundle;
-      pthread_cond_broadcast(&tenants[i].cv);
+      /* The in-flight cap may have grown. */
+      pthread_cond_broadcast(&tenants[i].slot_cv);
       pthread_mutex_unlock(&tenants[i].mu);
       serve_tenant_recycle(&tenants[i]);
     }

@@ -307,7 +307,7 @@ static void retire(struct serve_tenant *t, struct serve_template *tm) {
     t->cur = NULL;
   tm->next = t->retired;
   t->retired = tm;
-  pthread_cond_broadcast(&t->cv);
+  pthread_cond_signal(&t->sup_cv);
 }
 
 void serve_tenant_recycle(struct serve_tenant *t) {
@@ -377,7 +377,7 @@ static void *supervise(void *arg) {
       ts.tv_sec++;
       ts.tv_nsec -= 1000000000L;
     }
-    pthread_cond_timedwait(&t->cv, &t->mu, &ts);
+    pthread_cond_timedwait(&t->sup_cv, &t->mu, &ts);
   }
   pthread_mutex_unlock(&t->mu);
   return NULL;
@@ -386,13 +386,15 @@ static void *supervise(void *arg) {
 int serve_tenant_start(struct serve_tenant *t, struct coil_error *err) {
   pthread_mutex_init(&t->mu, NULL);
   pthread_cond_init(&t->cv, NULL);
+  pthread_cond_init(&t->slot_cv, NULL);
+  pthread_cond_init(&t->sup_cv, NULL);
   int r = pthread_create(&t->supervisor, NULL, supervise, t);
   if (r != 0)
     return coil_error_sys(err, r, "serve: tenant %s: thread", t->cfg->name);
   /* Warm from the start: the first request should not pay for it. */
   pthread_mutex_lock(&t->mu);
   t->want_template = true;
-  pthread_cond_broadcast(&t->cv);
+  pthread_cond_signal(&t->sup_cv);
   pthread_mutex_unlock(&t->mu);
   return 0;
 }
@@ -401,6 +403,7 @@ void serve_tenant_stop(struct serve_tenant *t) {
   stopping_flag = true;
   pthread_mutex_lock(&t->mu);
   pthread_cond_broadcast(&t->cv);
+  pthread_cond_signal(&t->sup_cv);
   pthread_mutex_unlock(&t->mu);
   pthread_join(t->supervisor, NULL);
 }
@@ -428,7 +431,7 @@ static struct serve_template *acquire(struct serve_tenant *t, char *why,
     if (!t->want_template) {
       t->want_template = true;
       t->start_error[0] = '\0';
-      pthread_cond_broadcast(&t->cv);
+      pthread_cond_signal(&t->sup_cv);
     }
     if (pthread_cond_timedwait(&t->cv, &t->mu, &deadline) == ETIMEDOUT)
       break;
@@ -448,7 +451,8 @@ static void release(struct serve_tenant *t, struct serve_template *tm,
   tm->refs--;
   if (broken && t->cur == tm)
     retire(t, tm);
-  pthread_cond_broadcast(&t->cv);
+  else if (t->cur != tm && tm->refs == 0)
+    pthread_cond_signal(&t->sup_cv); /* a retired one to delete */
   pthread_mutex_unlock(&t->mu);
 }
 
@@ -713,7 +717,7 @@ static bool take_slot(struct serve_tenant *t) {
     } else {
       t->queued++;
       while (t->in_flight >= t->cfg->limits.in_flight)
-        pthread_cond_wait(&t->cv, &t->mu);
+        pthread_cond_wait(&t->slot_cv, &t->mu);
       t->queued--;
     }
   }
@@ -727,7 +731,7 @@ static void give_slot(struct serve_tenant *t, bool answered) {
   pthread_mutex_lock(&t->mu);
   t->in_flight--;
   t->answered -= answered;
-  pthread_cond_broadcast(&t->cv);
+  pthread_cond_signal(&t->slot_cv); /* one slot: one waiter */
   pthread_mutex_unlock(&t->mu);
 }
 

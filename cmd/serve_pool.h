@@ -25,7 +25,9 @@ struct serve_tenant {
   struct serve_tenant_config *cfg;
   const char *bundle;
   pthread_mutex_t mu;
-  pthread_cond_t cv;
+  pthread_cond_t cv;      /* the warm template changed: acquire's waiters */
+  pthread_cond_t slot_cv; /* a slot was freed or the cap changed */
+  pthread_cond_t sup_cv;  /* work for the supervisor */
   struct serve_handler *handlers;
   size_t n_handlers;
   struct serve_template *cur;     /* the warm template, or NULL */
