@@ -6,7 +6,7 @@ PKGS="build-essential pkg-config clang libseccomp-dev libcap-dev libyajl-dev
 libmount-dev libpython3.11-dev python3.11 python3-jsonschema busybox-static
 iproute2 strace podman containerd libclang-rt-14-dev qemu-system-x86
 linux-image-amd64 cpio python3-grpcio python3-protobuf protobuf-compiler
-libsystemd-dev python3-dnslib bind9-dnsutils curl dnsperf"
+libsystemd-dev python3-dnslib python3-uvloop bind9-dnsutils curl dnsperf"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -23,8 +23,11 @@ READ_MAX = 65535
 
 
 def small_reads(transport):
-    """Reads of transport's socket ask for READ_MAX bytes at a time."""
-    transport.max_size = READ_MAX
+    """Reads of transport's socket ask for READ_MAX bytes at a time (under
+    uvloop, which reads into its own 64 KiB buffer, there is nothing to
+    set)."""
+    if hasattr(transport, "max_size"):
+        transport.max_size = READ_MAX
 
 
 class Core:

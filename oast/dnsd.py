@@ -5,6 +5,7 @@ an authoritative NXDOMAIN, REFUSED outside every zone; a failed handler
 gets SERVFAIL."""
 
 import asyncio
+import socket
 import struct
 import sys
 import time
@@ -176,6 +177,22 @@ async def _tcp_client(svc, reader, writer):
         writer.close()
 
 
+def _udp_socket(host, port):
+    """A UDP socket bound here rather than by the event loop, so that a
+    failed bind reads the same ("[Errno 98] Address already in use") under
+    every loop: uvloop's own bind hides the errno."""
+    family, kind, proto, _, addr = socket.getaddrinfo(
+        host, port, type=socket.SOCK_DGRAM, flags=socket.AI_PASSIVE)[0]
+    s = socket.socket(family, kind, proto)
+    try:
+        s.bind(addr)
+        s.setblocking(False)
+    except OSError:
+        s.close()
+        raise
+    return s
+
+
 async def serve(core, host, port):
     """Binds UDP and TCP on the same port (port 0: the first free one for
     both); returns (servers to close, the port)."""
@@ -183,7 +200,7 @@ async def serve(core, host, port):
     svc = DnsService(core)
     for attempt in range(20):
         udp, _ = await loop.create_datagram_endpoint(
-            lambda: _Udp(svc), local_addr=(host, port))
+            lambda: _Udp(svc), sock=_udp_socket(host, port))
         bound = udp.get_extra_info("sockname")[1]
         try:
             tcp = await asyncio.start_server(

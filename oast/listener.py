@@ -7,8 +7,8 @@ hit answered by its tenant's handler, run sandboxed by coil.
         [--coil-root DIR] [--serve-socket PATH]
 
 Once listening it prints one JSON line on stdout, {"dns": [host, port],
-"http": [host, port], "backend": ...} (a port given as 0 shows the port
-taken), and then serves until SIGINT or SIGTERM. Failures are one line each
+"http": [host, port], "backend": ..., "loop": "uvloop" or "asyncio"} (a
+port given as 0 shows the port taken), and then serves until SIGINT or SIGTERM. Failures are one line each
 on stderr. Exit status: 0 after a signal, 2 for a bad configuration or
 option, 1 when a listener or the backend cannot start. See docs/oast.md."""
 
@@ -65,7 +65,7 @@ async def main_async(cfg):
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     servers = []
-    ready = {"backend": cfg["backend"]}
+    ready = {"backend": cfg["backend"], "loop": cfg["event_loop"]}
     try:
         await core.start()
         for name, t in core.tenants.items():
@@ -91,6 +91,18 @@ async def main_async(cfg):
     return 0
 
 
+def use_uvloop():
+    """uvloop's event loop (Debian's python3-uvloop) where it is installed:
+    the listener spends much of each query in the event loop, and uvloop's
+    is in C. Without it, asyncio's own loop serves the same."""
+    try:
+        import uvloop
+    except ImportError:
+        return "asyncio"
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    return "uvloop"
+
+
 def main(argv=None):
     opts = parse_args(argv)
     try:
@@ -98,6 +110,7 @@ def main(argv=None):
     except config.ConfigError as e:
         sys.stderr.write("oast: %s\n" % e)
         return 2
+    cfg["event_loop"] = use_uvloop()
     try:
         return asyncio.run(main_async(cfg))
     except (OSError, RuntimeError) as e:

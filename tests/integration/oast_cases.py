@@ -108,7 +108,7 @@ class Listener:
     """oast/listener.py on free loopback ports, stopped (SIGTERM, waited)
     at the end of the test; checks that it left no coil run behind."""
 
-    def __init__(self, backend, cfg=None):
+    def __init__(self, backend, cfg=None, loop="uvloop", env=None):
         serve_socket = SERVE["socket"] if backend == "serve" else None
         self.dir = harness.tmpdir()
         self.root = harness.new_root()
@@ -127,7 +127,8 @@ class Listener:
             argv += ["--serve-socket", serve_socket]
         self.err = open(self.err_path, "w")
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
-                                     stderr=self.err, stdin=subprocess.DEVNULL)
+                                     stderr=self.err, stdin=subprocess.DEVNULL,
+                                     env=env)
         LIVE.append(self)
         harness.on_cleanup(self.stop)
         ready, _, _ = select.select([self.proc.stdout], [], [], 60)
@@ -136,6 +137,8 @@ class Listener:
         self.ready = json.loads(line)
         self.dns_port = self.ready["dns"][1]
         self.http_port = self.ready["http"][1]
+        # make check installs python3-uvloop: every case runs on it.
+        assert self.ready["loop"] == loop, self.ready
 
     def log(self):
         self.err.flush()
@@ -423,6 +426,21 @@ def case_largest_udp_query_is_read_whole(backend):
     assert data[:2] == b"\x42\x42" and data[3] & 0xF == 0, data[:12]
     assert struct.unpack(">H", data[6:8])[0] == 1, data
     assert bytes([192, 0, 2, 53]) in data, data
+
+
+def case_serves_on_asyncio_without_uvloop(backend):
+    """Where uvloop is not installed the listener serves the same on
+    asyncio's own loop (a uvloop that cannot be imported stands in)."""
+    hide = harness.tmpdir()
+    with open(os.path.join(hide, "uvloop.py"), "w") as f:
+        f.write("raise ImportError('uvloop hidden by the test')\n")
+    lst = Listener(backend, loop="asyncio",
+                   env=dict(os.environ, PYTHONPATH=hide))
+    assert lst.dig("static.t1.oast.test").split() == ["192.0.2.53"]
+    assert lst.dig("x.static.t1.oast.test", tcp=True).split() == ["192.0.2.53"]
+    assert lst.query("net.t1.oast.test")[1:] == (0, ["198.51.100.1"])
+    code, _, body = lst.curl("net.t1.oast.test", "/")
+    assert code == 200 and "198.51.100.1" in body, body
 
 
 def case_bad_results_are_handler_errors(backend):
