@@ -98,12 +98,11 @@ class Client:
             self._connect()
         try:
             self._sock.sendall(frame)
-            head = self._recv(4)
-            (n,) = struct.unpack(">I", head)
-            if n > _MAX_ANSWER:
-                self.close()
-                raise ProtocolError("answer of %d bytes is too large" % n)
-            data = self._recv(n)
+            buf = self._recv(4)
+            total = _frame_len(buf)
+            if len(buf) < total:
+                buf += self._recv(total - len(buf))
+            return _answer(_body(buf, total))
         except socket.timeout:
             self.close()
             raise ProtocolError("timed out") from None
@@ -112,16 +111,15 @@ class Client:
         except OSError as e:
             self.close()
             raise ProtocolError(str(e)) from None
-        try:
-            return _answer(data)
         except ProtocolError:
             self.close()
             raise
 
     def _recv(self, n):
+        """At least n bytes, in reads of up to _READ_MAX."""
         buf = b""
         while len(buf) < n:
-            chunk = self._sock.recv(n - len(buf))
+            chunk = self._sock.recv(max(n - len(buf), _READ_MAX))
             if not chunk:
                 raise _Closed()
             buf += chunk
@@ -196,33 +194,22 @@ class AsyncClient:
             self._sock = s
         try:
             await loop.sock_sendall(self._sock, frame)
-            data = await self._read_answer(loop)
+            # Length and body mostly come in one read: each read that has
+            # to wait costs the loop a registration of the socket and its
+            # removal.
+            buf = await self._recv(loop, 4)
+            total = _frame_len(buf)
+            if len(buf) < total:
+                buf += await self._recv(loop, total - len(buf))
+            return _answer(_body(buf, total))
         except (BrokenPipeError, ConnectionResetError):
             raise _Closed() from None
         except OSError as e:
             await self.close()
             raise ProtocolError(str(e)) from None
-        try:
-            return _answer(data)
         except ProtocolError:
             await self.close()
             raise
-
-    async def _read_answer(self, loop):
-        """The answer's body. Its length and body mostly come in one read:
-        each read that has to wait costs the event loop a registration of
-        the socket and its removal."""
-        buf = await self._recv(loop, 4)
-        (n,) = struct.unpack(">I", buf[:4])
-        if n > _MAX_ANSWER:
-            await self.close()
-            raise ProtocolError("answer of %d bytes is too large" % n)
-        if len(buf) < 4 + n:
-            buf += await self._recv(loop, 4 + n - len(buf))
-        if len(buf) > 4 + n:
-            await self.close()
-            raise ProtocolError("more bytes than one answer")
-        return buf[4:]
 
     async def _recv(self, loop, n):
         """At least n bytes, in reads of up to _READ_MAX."""
@@ -263,6 +250,21 @@ def _frame(msg, tenant, with_tenant):
     except (TypeError, ValueError) as e:
         raise ProtocolError("request is not JSON data: %s" % e) from None
     return struct.pack(">I", len(body)) + body
+
+
+def _frame_len(head):
+    """An answer frame's whole length, from its first four bytes."""
+    (n,) = struct.unpack(">I", head[:4])
+    if n > _MAX_ANSWER:
+        raise ProtocolError("answer of %d bytes is too large" % n)
+    return 4 + n
+
+
+def _body(buf, total):
+    """The answer's body: one request, one answer, nothing after it."""
+    if len(buf) > total:
+        raise ProtocolError("more bytes than one answer")
+    return buf[4:]
 
 
 def _answer(data):

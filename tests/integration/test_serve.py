@@ -396,10 +396,11 @@ def test_serve_async_client_matches_sync_client():
         asyncio.run(main())
 
 
-def test_serve_async_client_reads_exactly_one_answer():
-    """AsyncClient reads an answer however the server's writes split it
-    (a length cut in two, a body in pieces, a body larger than one read)
-    and refuses bytes past the answer, which no request asked for."""
+def test_serve_clients_read_exactly_one_answer():
+    """Client and AsyncClient read an answer however the server's writes
+    split it (a length cut in two, a body in pieces, a body larger than
+    one read) and refuse bytes past the answer, which no request asked
+    for."""
     import asyncio
     path = os.path.join(harness.tmpdir(), "fake.sock")
     big = {"ok": True, "result": "x" * 200000}
@@ -413,7 +414,7 @@ def test_serve_async_client_reads_exactly_one_answer():
     srv.listen(4)
 
     def serve():
-        for pieces in scripts:
+        for pieces in scripts * 2:
             conn, _ = srv.accept()
             with conn:
                 (n,) = struct.unpack(">I", conn.recv(4, socket.MSG_WAITALL))
@@ -439,8 +440,20 @@ def test_serve_async_client_reads_exactly_one_answer():
             assert "more bytes than one answer" in str(e), e
         await c.close()
 
+    def sync():
+        for want in ({"ok": True}, big):
+            with coil_client.Client(path, timeout=10) as c:
+                assert c.ping() == want
+        with coil_client.Client(path, timeout=10) as c:
+            try:
+                env = c.ping()
+                raise AssertionError("took a second answer in: %r" % (env,))
+            except coil_client.ProtocolError as e:
+                assert "more bytes than one answer" in str(e), e
+
     try:
         asyncio.run(main())
+        sync()
     finally:
         th.join(10)
         srv.close()
