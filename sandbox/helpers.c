@@ -66,7 +66,9 @@
  *   IPNetwork: network_address broadcast_address netmask (str) prefixlen
  *   num_addresses version with_prefixlen is_private; in_network and hosts
  *   read net with strict=False; another IP version is not in a network;
- *   hosts() is a generator, materialised up to limit
+ *   hosts() is a generator, materialised up to limit; in_network answers
+ *   two plain address strings in C (a fresh child's stdlib calls write
+ *   pages of their own) and leaves anything else to the stdlib
  *
  * PY    the stdlib's Python function, proxied: positional count and
  *       keywords as in its row below, every argument plain data (a user
@@ -81,6 +83,7 @@
 #include "guest.h"
 #include "json_c.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -368,12 +371,75 @@ static PyObject *loose_network(PyObject *ipaddress, PyObject *net) {
   return PyObject_CallMethod(ipaddress, "ip_network", "OO", net, Py_False);
 }
 
+/* s as an address in b (16 bytes): 4 or 6, or 0 when inet_pton takes
+ * neither form. It takes what the stdlib takes for plain dotted quads and
+ * IPv6 text (no leading zeros in an octet, at most 4 hex digits a group);
+ * a scope ("%eth0") and the stdlib's other forms are left to it. */
+static int addr_parse(const char *s, unsigned char *b) {
+  if (inet_pton(AF_INET, s, b) == 1)
+    return 4;
+  if (inet_pton(AF_INET6, s, b) == 1)
+    return 6;
+  return 0;
+}
+
+/* in_network for str arguments of the plain forms ADDR and NET[/PREFIX]
+ * (PREFIX: 1-3 ASCII digits within the version's length): 1 or 0, what
+ * ipaddress answers with strict=False. -1, with no exception, for anything
+ * else, which the stdlib then answers or rejects with its own error. */
+static int in_network_plain(PyObject *a, PyObject *n) {
+  if (!PyUnicode_Check(a) || !PyUnicode_Check(n))
+    return -1;
+  Py_ssize_t alen, nlen;
+  const char *as = PyUnicode_AsUTF8AndSize(a, &alen);
+  const char *ns = PyUnicode_AsUTF8AndSize(n, &nlen);
+  char net[64];
+  if (!as || !ns) {
+    PyErr_Clear();
+    return -1;
+  }
+  if ((size_t)alen != strlen(as) || nlen >= (Py_ssize_t)sizeof net ||
+      (size_t)nlen != strlen(ns))
+    return -1;
+  memcpy(net, ns, (size_t)nlen + 1);
+  char *slash = strchr(net, '/');
+  int prefix = -1;
+  if (slash) {
+    *slash = '\0';
+    size_t digits = strlen(slash + 1);
+    if (digits == 0 || digits > 3)
+      return -1;
+    prefix = 0;
+    for (const char *d = slash + 1; *d; d++) {
+      if (*d < '0' || *d > '9')
+        return -1;
+      prefix = prefix * 10 + (*d - '0');
+    }
+  }
+  unsigned char ab[16], nb[16];
+  int va = addr_parse(as, ab), vn = addr_parse(net, nb);
+  int bits = vn == 4 ? 32 : 128;
+  if (!va || !vn || prefix > bits)
+    return -1;
+  if (va != vn)
+    return 0;
+  if (prefix < 0)
+    prefix = bits;
+  size_t whole = (size_t)prefix / 8;
+  unsigned char mask = (unsigned char)(0xff00 >> (prefix % 8));
+  return memcmp(ab, nb, whole) == 0 &&
+         (mask == 0 || (ab[whole] & mask) == (nb[whole] & mask));
+}
+
 static PyObject *ip_in_network(PyObject *ipaddress, PyObject *args,
                                PyObject *kw) {
   static char *kwlist[] = {"addr", "net", NULL};
   PyObject *a, *n;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:in_network", kwlist, &a, &n))
     return NULL;
+  int plain = in_network_plain(a, n);
+  if (plain >= 0)
+    return PyBool_FromLong(plain);
   PyObject *addr = PyObject_CallMethod(ipaddress, "ip_address", "O", a);
   PyObject *net = addr ? loose_network(ipaddress, n) : NULL;
   PyObject *va = net ? PyObject_GetAttrString(addr, "version") : NULL;

@@ -472,6 +472,55 @@ def test_python_benign_all_helpers():
     assert not bad, "results differ from python3.11:\n" + "\n".join(bad)
 
 
+IN_NETWORK_ADDRS = [
+    "10.1.2.3", "10.255.255.255", "11.0.0.0", "0.0.0.0", "255.255.255.255",
+    "127.0.0.1", "01.2.3.4", "1.2.3", "1.2.3.4.5", "256.1.1.1", "1.2.3.4 ",
+    " 1.2.3.4", "1.2.3.4\x00x", "::1", "::", "::ffff:10.1.2.3",
+    "fe80::1%eth0", "2001:db8::1", "2001:DB8::1", "2001:db8:0:0:0:0:0:1",
+    "1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7::", "1:2:3:4:5:6:7:8::", "::1.2.3.4",
+    "::01.2.3.4", "00001::", "g::1", "", "\u0661.2.3.4", "1.2.3.4/8", 167838211]
+IN_NETWORK_NETS = [
+    "10.0.0.0/8", "10.1.2.3/8", "10.0.0.0/08", "10.0.0.0/008",
+    "10.0.0.0/0008", "10.0.0.0/33", "10.0.0.0/32", "10.1.2.3", "10.0.0.0/",
+    "10.0.0.0/+8", "10.0.0.0/\u0668", "10.0.0.0/255.0.0.0", "0.0.0.0/0",
+    "10.1.2.0/23", "10.1.2.0/25", "::/0", "::1/128", "::1/129",
+    "2001:db8::/32", "2001:db8::/3", "fe80::%eth0/64", "::ffff:0:0/96",
+    "1.2.3.4\x00/8", "x", "2001:db8::/3a"]
+
+
+def test_python_ipaddress_in_network_agrees_with_python():
+    """ipaddress.in_network answers plain address strings in C: on every
+    pair of a corpus of edge cases (leading zeros, scopes, prefixes out of
+    range or not decimal, NUL bytes, mixed versions, non-strings) it says
+    what python3.11's ipaddress says, True, False or an error."""
+    path = os.path.join(harness.tmpdir(), "in_network.py")
+    with open(path, "w") as f:
+        f.write("import ipaddress\n"
+                "def handle(request):\n"
+                "    out = []\n"
+                "    for a in request['addrs']:\n"
+                "        for n in request['nets']:\n"
+                "            try:\n"
+                "                out.append(ipaddress.in_network(a, n))\n"
+                "            except ValueError:\n"
+                "                out.append('ValueError')\n"
+                "            except TypeError:\n"
+                "                out.append('TypeError')\n"
+                "    return {'r': out}\n")
+    request = {"addrs": IN_NETWORK_ADDRS, "nets": IN_NETWORK_NETS}
+    r = run_py(path, request=json.dumps(request))
+    env = envelope(r.stdout)
+    assert r.returncode == 0 and env and env.get("ok"), describe(r)
+    got = env["result"]["r"]
+    want = host_result(path, request)["r"]
+    pairs = [(a, n) for a in IN_NETWORK_ADDRS for n in IN_NETWORK_NETS]
+    assert len(got) == len(want) == len(pairs)
+    bad = ["in_network(%r, %r): coil %r, python3 %r" % (a, n, g, w)
+           for (a, n), g, w in zip(pairs, got, want) if g != w]
+    assert not bad, "\n".join(bad[:20])
+    assert got.count(True) > 20 and got.count(False) > 20, got
+
+
 def test_python_benign_script_mode():
     code = ("import json\nimport hashlib\n"
             "rows = sorted([3, 1, 2], key=lambda x: -x)\n"
