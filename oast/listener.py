@@ -8,9 +8,10 @@ hit answered by its tenant's handler, run sandboxed by coil.
 
 Once listening it prints one JSON line on stdout, {"dns": [host, port],
 "http": [host, port], "backend": ..., "loop": "uvloop" or "asyncio"} (a
-port given as 0 shows the port taken), and then serves until SIGINT or SIGTERM. Failures are one line each
-on stderr. Exit status: 0 after a signal, 2 for a bad configuration or
-option, 1 when a listener or the backend cannot start. See docs/oast.md."""
+port given as 0 shows the port taken), and then serves until SIGINT or
+SIGTERM. Failures are one line each on stderr. Exit status: 0 after a
+signal, 2 for a bad configuration or option, 1 when a listener or the
+backend cannot start. See docs/oast.md."""
 
 import argparse
 import asyncio

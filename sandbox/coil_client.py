@@ -116,7 +116,8 @@ class Client:
             raise
 
     def _recv(self, n):
-        """At least n bytes, in reads of up to _READ_MAX."""
+        """At least n bytes; each read asks for the rest or _READ_MAX,
+        whichever is more."""
         buf = b""
         while len(buf) < n:
             chunk = self._sock.recv(max(n - len(buf), _READ_MAX))
@@ -212,7 +213,8 @@ class AsyncClient:
             raise
 
     async def _recv(self, loop, n):
-        """At least n bytes, in reads of up to _READ_MAX."""
+        """At least n bytes; each read asks for the rest or _READ_MAX,
+        whichever is more."""
         buf = b""
         while len(buf) < n:
             chunk = await loop.sock_recv(self._sock, max(n - len(buf),
