@@ -685,7 +685,8 @@ static int make_dirs(struct cg_dir *d, const char *base, const char *rel,
         coil_error_sys(err, errno, "mkdir %s", child);
         break;
       }
-      if (d->drv->init_level(d, parent, child, created[lev], res, err) < 0) {
+      if (d->drv->init_level(d, parent, child, created[lev], lev > 0, res,
+                             err) < 0) {
         retry = vanished(err->err) && attempt < 3;
         lev++;
         break;

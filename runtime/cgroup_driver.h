@@ -58,11 +58,12 @@ struct cg_driver {
   const char *hugetlb_limit;
   /* Readies `child`, the next level below `parent` on the way to the
    * container's cgroup, before any task can join it. created: this call
-   * made it (else it was there already). May drop controllers from d->ctrls
-   * that no limit in res needs. */
+   * made it (else it was there already). below_base: parent is below the
+   * base the path starts from (the launcher's cgroup or the root). May drop
+   * controllers from d->ctrls that no limit in res needs. */
   int (*init_level)(struct cg_dir *d, const char *parent, const char *child,
-                    bool created, const struct coil_resources *res,
-                    struct coil_error *err);
+                    bool created, bool below_base,
+                    const struct coil_resources *res, struct coil_error *err);
   /* Write the memory and the cpu limits in res, whose files and units differ
    * between v1 and v2; called only for a d that drives the controller. root
    * is the hierarchy's root directory. The rest is written in cgroup.c. */

@@ -18,11 +18,12 @@
  * parent's. A level that existed may have been made an instant ago by a
  * concurrent create that has not filled it yet, so fill it too if empty. */
 static int v1_init_level(struct cg_dir *d, const char *parent,
-                         const char *child, bool created,
+                         const char *child, bool created, bool below_base,
                          const struct coil_resources *res,
                          struct coil_error *err) {
   static const char *const files[] = {"cpuset.cpus", "cpuset.mems"};
   (void)res;
+  (void)below_base;
   if (!(d->ctrls & CG_BIT(CG_CPUSET)))
     return 0;
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {

@@ -18,22 +18,54 @@
 
 #define CPU_PERIOD_DEFAULT 100000 /* µs, the kernel's default */
 
+/* Appends to list, " +name" style, each controller in avail (the
+ * parent's cgroup.controllers) that list does not name yet; one that does
+ * not fit is left out. */
+static void add_available(char *list, size_t size, const char *avail) {
+  size_t len;
+  for (const char *s = avail; *s; s += len + (s[len] != '\0')) {
+    len = strcspn(s, " \n");
+    if (len == 0)
+      continue;
+    char one[64];
+    if (len + 2 > sizeof one)
+      continue;
+    snprintf(one, sizeof one, "+%.*s", (int)len, s);
+    bool named = false;
+    size_t ol = strlen(one);
+    for (const char *t = list; (t = strstr(t, one)); t += ol)
+      named |= (t[ol] == ' ' || t[ol] == '\0');
+    size_t used = strlen(list);
+    if (!named && used + ol + 2 <= size)
+      snprintf(list + used, size - used, "%s%s", used ? " " : "", one);
+  }
+}
+
 /* A cgroup gets a controller only if its parent lists it in
  * cgroup.subtree_control: enable coil's at every level on the way down,
- * starting with the existing parent. One write for all first; if that
- * fails, one at a time, keeping what the parent can give and failing only
- * for a controller some limit needs. */
+ * starting with the existing parent. Below the launcher's own cgroup (on
+ * coil's levels and those of a cgroupsPath) every controller the parent
+ * has is passed on too, as runc and crun do, so a container can enable
+ * for its own children what its limits leave alone; the launcher's cgroup
+ * is the host's and passes on only coil's. One write for all first; if
+ * that fails, one at a time, keeping what the parent can give and failing
+ * only for a controller some limit needs. */
 static int v2_init_level(struct cg_dir *d, const char *parent,
-                         const char *child, bool created,
+                         const char *child, bool created, bool below_base,
                          const struct coil_resources *res,
                          struct coil_error *err) {
   (void)child;
   (void)created;
-  char all[128] = "";
+  char all[256] = "";
   for (int c = 0; c < CG_NCTRL; c++)
     if (d->ctrls & CG_BIT(c))
       snprintf(all + strlen(all), sizeof all - strlen(all), "%s+%s",
                *all ? " " : "", cg_ctrl_v2_name(c));
+  size_t own_len = strlen(all);
+  cleanup_free char *avail = NULL;
+  struct coil_error none = {0};
+  if (below_base && cg_read(parent, "cgroup.controllers", &avail, &none) == 0)
+    add_available(all, sizeof all, avail);
   if (!*all ||
       cg_write(parent, "cgroup.subtree_control", all, d->kernel, err) == 0)
     return 0;
@@ -60,6 +92,16 @@ static int v2_init_level(struct cg_dir *d, const char *parent,
     log_debug("cgroup: no %s controller below %s: %s", cg_ctrl_v2_name(c),
               parent, err->msg);
     d->ctrls &= ~CG_BIT(c);
+  }
+  /* The others are a convenience for the container: skipped on failure. */
+  for (const char *s = all + own_len; *(s += strspn(s, " "));) {
+    size_t len = strcspn(s, " ");
+    char one[64];
+    snprintf(one, sizeof one, "%.*s", (int)len, s);
+    s += len;
+    if (cg_write(parent, "cgroup.subtree_control", one, d->kernel, &none) < 0)
+      log_debug("cgroup: %s not passed on below %s: %s", one + 1, parent,
+                none.msg);
   }
   return 0;
 }

@@ -290,6 +290,24 @@ static void test_v2_paths(void) {
        "v2: destroy leaves the existing parent");
     cgroup_free(cg);
   }
+
+  /* coil/ as the kernel shows it (what x passes on): below the launcher's
+   * cgroup, everything coil/ has is passed on to the container. */
+  v2_cgroup(pf("%s/user.slice/x/coil", fs), "cpuset cpu io memory hugetlb rdma",
+            "");
+  rc = cgroup_create(&env, NULL, "c5", NULL, NULL, &cg, &err);
+  ok(rc == 0, "v2: below a coil/ offering more (%s)", rc ? err.msg : "ok");
+  is_str(get(pf("%s/user.slice/x/coil/cgroup.subtree_control", fs)),
+         "+memory +pids +cpu +cpuset +io +hugetlb +rdma",
+         "v2: coil/ passes on every controller it has, coil's first");
+  is_str(get(pf("%s/user.slice/x/cgroup.subtree_control", fs)),
+         "+memory +pids +cpu +cpuset",
+         "v2: the launcher's cgroup passes on only coil's");
+  if (rc == 0) {
+    rc = cgroup_destroy(cg, &err);
+    ok(rc == 0, "v2: destroy c5 (%s)", rc ? err.msg : "ok");
+    cgroup_free(cg);
+  }
 }
 
 /* Creates "v" with r, returns the content of file in it, destroys it. */
