@@ -23,15 +23,15 @@ def posix_module():
 """
 
 
-def bundle(disable):
-    return harness.python_bundle(disable)
+def bundle(disable, edit=None):
+    return harness.python_bundle(disable, edit)
 
 
-def py(disable, body, extra=(), binary=None):
+def py(disable, body, extra=(), binary=None, edit=None):
     # The posix helper only where the gate is off (it would reject it).
     code = (POSIX if "ast" in disable else "") + "\ndef handle(request):\n" + "".join(
         "    " + line + "\n" for line in body.strip().splitlines())
-    args = ["py", "--bundle", bundle(disable), *extra, "--request", "{}",
+    args = ["py", "--bundle", bundle(disable, edit), *extra, "--request", "{}",
             "--entry", "handle", "-c", code]
     if binary is None:
         return harness.coil(*args, root=harness.new_root())
@@ -114,16 +114,30 @@ def test_layer_rlimits_stop_cpu_burn():
     assert (rc, etype) == (124, "Timeout"), env
 
 
-# Over the bundle's 256 MiB, and over the RLIMIT_DATA derived from it
-# (256 + 32 MiB): each memory layer stops it alone.
-BIG = "return len('a' * (300 << 20))"
+# Over a 32 MiB limit, and over the RLIMIT_DATA derived from it (32 + 32
+# MiB): each memory layer stops it alone. Where neither is on, the string is
+# made in full; RLIMIT_CPU is raised so that a host whose page faults are
+# slow (a nested VM's) ends no run on its CPU second instead.
+BIG_MIB = 96
+BIG = "return len('a' * (%d << 20))" % BIG_MIB
+SMALL = ("--memory", "32m")
+
+
+def cpu_seconds(n):
+    def edit(cfg):
+        for r in cfg["process"]["rlimits"]:
+            if r["type"] == "RLIMIT_CPU":
+                r["soft"], r["hard"] = n, n + 1
+    return edit
 
 
 def test_layer_cgroup_caps_memory():
-    rc, etype, env = outcome(py(["rlimit-memory"], BIG))
+    rc, etype, env = outcome(py(["rlimit-memory"], BIG, extra=SMALL,
+                                edit=cpu_seconds(10)))
     assert (rc, etype) == (137, "MemoryLimit"), env
-    rc, etype, env = outcome(py(["rlimit-memory", "cgroup"], BIG))
-    assert rc == 0 and env["result"] == 300 << 20, env
+    rc, etype, env = outcome(py(["rlimit-memory", "cgroup"], BIG, extra=SMALL,
+                                edit=cpu_seconds(10)))
+    assert rc == 0 and env["result"] == BIG_MIB << 20, env
 
 
 def test_layer_rlimit_memory_caps_memory():
@@ -131,12 +145,13 @@ def test_layer_rlimit_memory_caps_memory():
     # build leaves this layer out (its shadow memory alone is over any
     # RLIMIT_DATA), the product builds never do.
     plain = os.path.join(harness.REPO, "coil")
-    rc, etype, env = outcome(py(["cgroup"], BIG, binary=plain))
+    rc, etype, env = outcome(py(["cgroup"], BIG, extra=SMALL, binary=plain,
+                                edit=cpu_seconds(10)))
     assert (rc, etype) == (137, "MemoryLimit"), env
     assert env["error"]["message"] == "memory limit reached", env
-    rc, etype, env = outcome(py(["cgroup", "rlimit-memory"], BIG,
-                                binary=plain))
-    assert rc == 0 and env["result"] == 300 << 20, env
+    rc, etype, env = outcome(py(["cgroup", "rlimit-memory"], BIG, extra=SMALL,
+                                binary=plain, edit=cpu_seconds(10)))
+    assert rc == 0 and env["result"] == BIG_MIB << 20, env
 
 
 # Uses the bound up in 1 MiB pieces (MemoryError ends the loop), then

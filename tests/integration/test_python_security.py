@@ -285,8 +285,11 @@ def run_case(path, sec, layer, bundle, root):
     # The full stack must end a resource attack by its own limit: a longer
     # wall clock keeps a loaded machine (the run shares 2 CPUs with the
     # other layers' runs) from ending a CPU attack as Timeout before it had
-    # its second of CPU.
-    extra = ("--timeout", "20") if layer is None and \
+    # its second of CPU. A 32 MiB memory limit lets a memory attack that
+    # fills pages one by one (where no RLIMIT_DATA refuses it at once, as in
+    # the ASan build) meet that limit within its CPU second even where page
+    # faults are slow (a nested VM's).
+    extra = ("--timeout", "20", "--memory", "32m") if layer is None and \
         attack_id(path) in RESOURCE else ()
     t0 = time.time()
     r = run_py(code_file, bundle=bundle, env=sec.env(), root=root,
