@@ -19,6 +19,9 @@ if [ "$(id -u)" != 0 ]; then
   exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
+# The kernel is installed for the test VMs, which build their own initrd:
+# its hook need not build one (minutes of CI on slow machines).
+export INITRD=No
 apt-get update -q >/dev/null
 # shellcheck disable=SC2086
 apt-get install -y -q --no-install-recommends $missing >/dev/null
