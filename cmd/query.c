@@ -14,6 +14,7 @@
 #include "container.h"
 #include "log.h"
 #include "oci_state.h"
+#include "seccomp_profile.h"
 
 int cmd_state(const struct global_opts *g, int argc, char **argv) {
   if (argc != 2 || argv[1][0] == '-')
@@ -248,7 +249,8 @@ int cmd_spec(const struct global_opts *g, int argc, char **argv) {
   return EXIT_OK;
 }
 
-static void print_cap(const char *name, void *first) {
+/* One name of a JSON list of strings; *first says whether it opens it. */
+static void print_name(const char *name, void *first) {
   printf("%s\"%s\"", *(bool *)first ? "" : ", ", name);
   *(bool *)first = false;
 }
@@ -280,7 +282,7 @@ int cmd_features(const struct global_opts *g, int argc, char **argv) {
         "    \"capabilities\": [",
         stdout);
   bool first = true;
-  caps_each_name(print_cap, &first);
+  caps_each_name(print_name, &first);
   fputs(
       "],\n"
       "    \"namespaces\": [\"cgroup\", \"ipc\", \"mount\", \"network\", "
@@ -298,16 +300,25 @@ int cmd_features(const struct global_opts *g, int argc, char **argv) {
       "\"SCMP_CMP_GT\", "
       "\"SCMP_CMP_LE\", \"SCMP_CMP_LT\", \"SCMP_CMP_MASKED_EQ\", "
       "\"SCMP_CMP_NE\"],\n"
-      "      \"supportedFlags\": [\"SECCOMP_FILTER_FLAG_TSYNC\", "
-      "\"SECCOMP_FILTER_FLAG_LOG\", \"SECCOMP_FILTER_FLAG_SPEC_ALLOW\"]\n"
-      "    },\n"
-      "    \"apparmor\": {\"enabled\": false},\n"
-      "    \"selinux\": {\"enabled\": false},\n"
-      "    \"mountExtensions\": {\"idmap\": {\"enabled\": true}}\n"
-      "  },\n"
-      "  \"annotations\": {\"org.coil.sandbox\": \"python\", "
-      "\"org.coil.linux.resources.devices\": \"true\"}\n"
-      "}\n",
+      "      \"archs\": [",
       stdout);
+  first = true;
+  seccomp_profile_each_arch(print_name, &first);
+  fputs("],\n      \"knownFlags\": [", stdout);
+  first = true;
+  seccomp_profile_each_flag(print_name, &first);
+  fputs("],\n      \"supportedFlags\": [", stdout);
+  first = true;
+  seccomp_profile_each_flag(print_name, &first);
+  fputs("]\n"
+        "    },\n"
+        "    \"apparmor\": {\"enabled\": false},\n"
+        "    \"selinux\": {\"enabled\": false},\n"
+        "    \"mountExtensions\": {\"idmap\": {\"enabled\": true}}\n"
+        "  },\n"
+        "  \"annotations\": {\"org.coil.sandbox\": \"python\", "
+        "\"org.coil.linux.resources.devices\": \"true\"}\n"
+        "}\n",
+        stdout);
   return EXIT_OK;
 }

@@ -128,21 +128,48 @@ static int resolve_action(const char *name, bool has_ret, uint32_t ret,
 }
 
 /* OCI names are "SCMP_ARCH_" + libseccomp's own name in upper case, so
- * libseccomp decides which architectures exist. */
-static int add_arch(scmp_filter_ctx ctx, const char *name, size_t i,
-                    struct coil_error *err) {
+ * libseccomp decides which architectures exist; 0 for none. */
+static uint32_t arch_token(const char *name) {
   static const char prefix[] = "SCMP_ARCH_";
   char lower[32];
-  uint32_t token = 0;
-  if (strncmp(name, prefix, sizeof prefix - 1) == 0) {
-    const char *suffix = name + sizeof prefix - 1;
-    size_t n = strlen(suffix);
-    if (n < sizeof lower) {
-      for (size_t k = 0; k <= n; k++)
-        lower[k] = (char)tolower((unsigned char)suffix[k]);
-      token = seccomp_arch_resolve_name(lower);
-    }
-  }
+  if (strncmp(name, prefix, sizeof prefix - 1) != 0)
+    return 0;
+  const char *suffix = name + sizeof prefix - 1;
+  size_t n = strlen(suffix);
+  if (n >= sizeof lower)
+    return 0;
+  for (size_t k = 0; k <= n; k++)
+    lower[k] = (char)tolower((unsigned char)suffix[k]);
+  return seccomp_arch_resolve_name(lower);
+}
+
+void seccomp_profile_each_arch(void (*fn)(const char *name, void *arg),
+                               void *arg) {
+  /* The runtime spec's list; libseccomp has no call that lists its own. */
+  static const char *const oci[] = {
+      "SCMP_ARCH_X86",      "SCMP_ARCH_X86_64",      "SCMP_ARCH_X32",
+      "SCMP_ARCH_ARM",      "SCMP_ARCH_AARCH64",     "SCMP_ARCH_MIPS",
+      "SCMP_ARCH_MIPS64",   "SCMP_ARCH_MIPS64N32",   "SCMP_ARCH_MIPSEL",
+      "SCMP_ARCH_MIPSEL64", "SCMP_ARCH_MIPSEL64N32", "SCMP_ARCH_PPC",
+      "SCMP_ARCH_PPC64",    "SCMP_ARCH_PPC64LE",     "SCMP_ARCH_S390",
+      "SCMP_ARCH_S390X",    "SCMP_ARCH_PARISC",      "SCMP_ARCH_PARISC64",
+      "SCMP_ARCH_RISCV64",  "SCMP_ARCH_LOONGARCH64", "SCMP_ARCH_M68K",
+      "SCMP_ARCH_SH",       "SCMP_ARCH_SHEB",
+  };
+  for (size_t i = 0; i < ARRAY_LEN(oci); i++)
+    if (arch_token(oci[i]))
+      fn(oci[i], arg);
+}
+
+void seccomp_profile_each_flag(void (*fn)(const char *name, void *arg),
+                               void *arg) {
+  for (size_t i = 0; i < ARRAY_LEN(filter_flags); i++)
+    fn(filter_flags[i].name, arg);
+}
+
+static int add_arch(scmp_filter_ctx ctx, const char *name, size_t i,
+                    struct coil_error *err) {
+  uint32_t token = arch_token(name);
   if (token == 0)
     return coil_error_set(err, EINVAL,
                           "linux.seccomp.architectures[%zu]: unknown "

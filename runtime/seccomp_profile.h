@@ -27,5 +27,11 @@ int seccomp_profile_load(const struct coil_seccomp_profile *p,
 int seccomp_profile_export_unbounded(const struct coil_seccomp *cfg, int fd,
                                      struct coil_error *err);
 void seccomp_profile_free(struct coil_seccomp_profile *p);
+/* Calls fn with each linux.seccomp.architectures name this libseccomp
+ * knows, and with each linux.seccomp.flags name coil knows. */
+void seccomp_profile_each_arch(void (*fn)(const char *name, void *arg),
+                               void *arg);
+void seccomp_profile_each_flag(void (*fn)(const char *name, void *arg),
+                               void *arg);
 
 #endif

@@ -220,6 +220,39 @@ def test_features_lists_the_capability_names_create_accepts():
     check(coil("delete", "--force", cid, root=root))
 
 
+def test_features_lists_the_seccomp_archs_and_flags_create_accepts():
+    """features' linux.seccomp.archs are the architecture names a config
+    may give (those of the other byte order are known, and refused only
+    as such), its knownFlags the flags; a name not listed is unknown. Each
+    config carries a bad action after them, so create stops there, past
+    the names, with nothing made."""
+    sec = json.loads(check(coil("features")).stdout)["linux"]["seccomp"]
+    archs, flags = sec["archs"], sec["knownFlags"]
+    assert "SCMP_ARCH_X86_64" in archs and "SCMP_ARCH_AARCH64" in archs, archs
+    assert set(sec["supportedFlags"]) <= set(flags), sec
+    bad_rule = [{"names": ["getpid"], "action": "SCMP_ACT_NOPE"}]
+    root = new_root()
+
+    def create(seccomp):
+        seccomp = dict({"defaultAction": "SCMP_ACT_ALLOW",
+                        "syscalls": bad_rule}, **seccomp)
+        b = new_bundle(["true"], linux={"seccomp": seccomp})
+        return coil("create", "--bundle", b, new_id(), root=root)
+
+    for name in archs + ["SCMP_ARCH_VAX"]:
+        r = create({"architectures": [name]})
+        known = ("syscalls[0].action" in r.stderr or
+                 "other byte order" in r.stderr)
+        assert r.returncode == 1 and known == (name in archs), \
+            (name, describe(r))
+    for name in flags + ["SECCOMP_FILTER_FLAG_NOPE"]:
+        r = create({"flags": [name]})
+        known = "syscalls[0].action" in r.stderr
+        assert r.returncode == 1 and known == (name in flags), \
+            (name, describe(r))
+    assert os.listdir(root) == []
+
+
 def test_features_says_which_cgroup_drivers_there_are():
     """cgroupfs v1 and v2 and the systemd driver (--systemd-cgroup, over
     the system bus); not a user session's systemd."""
