@@ -28,14 +28,19 @@ def _started(args, **overrides):
 
 
 def _file_in(pid, path, timeout=20):
+    """The first line the container writes to path, once it is whole (the
+    shell's `>` makes the file before echo writes to it)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         try:
             with open("/proc/%d/root%s" % (pid, path)) as f:
-                return f.read()
+                text = f.read()
+            if text.endswith("\n"):
+                return text
         except OSError:
-            time.sleep(0.05)
-    raise AssertionError("%s never appeared in the container" % path)
+            pass
+        time.sleep(0.05)
+    raise AssertionError("%s never had a whole line in the container" % path)
 
 
 def _read_line(p, timeout=20):
