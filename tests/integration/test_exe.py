@@ -152,8 +152,10 @@ def _attack_sibling_init(attacker_args, caps, mounts=(), rootfs_links=()):
     vid = new_id("vic")
     check(_run_copy(copy, root, "create", "--bundle", victim, vid))
     vpid = state(vid, root)["pid"]
-    with open(os.path.join(shared, "pid"), "w") as f:
+    # Whole or not there: the attacker reads it as soon as it exists.
+    with open(os.path.join(shared, "pid.tmp"), "w") as f:
         f.write("%d\n" % _ns_pid(vpid))
+    os.rename(os.path.join(shared, "pid.tmp"), os.path.join(shared, "pid"))
 
     _wait_file(os.path.join(shared, "opened"), "the attacker's open")
     check(coil("delete", "--force", vid, root=root))
