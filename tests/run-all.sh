@@ -84,8 +84,8 @@ run_vm() { # coil-binary label
 # The VMs beside the plain integration suite: the emulated VM keeps about
 # one CPU busy and touches nothing on this host that the suite's leak check
 # looks at (mounts, cgroups, state, processes of its bundles), and the
-# suite leaves the other CPU mostly idle, so CI spends its time once. The
-# VMs' output is shown, and counted, after the suite's.
+# suite alone keeps the two CPUs only partly busy. The VMs' output is
+# shown, and counted, after the suite's.
 run_integration_and_vm() { # coil-binary label
   local bin=$1 label=$2 vm_out vm_pid
   if ! want_part vm; then
@@ -96,12 +96,12 @@ run_integration_and_vm() { # coil-binary label
     run_vm "$bin" "$label"
     return
   fi
+  local passed0=$PASSED failed0=$FAILED
   vm_out=$(mktemp)
   (run_vm "$bin" "$label" >"$vm_out" 2>&1
    printf '%s\n' "${SUMMARY[@]}" | tail -n 2 >"$vm_out.summary"
    echo "$PASSED $FAILED" >"$vm_out.counts") &
   vm_pid=$!
-  local passed0=$PASSED failed0=$FAILED
   run_integration "$bin" "$label"
   wait "$vm_pid"
   cat "$vm_out"

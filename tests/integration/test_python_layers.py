@@ -131,12 +131,15 @@ def cpu_seconds(n):
     return edit
 
 
+def fill_big(disable, binary=None):
+    return outcome(py(disable, BIG, extra=SMALL, binary=binary,
+                      edit=cpu_seconds(10)))
+
+
 def test_layer_cgroup_caps_memory():
-    rc, etype, env = outcome(py(["rlimit-memory"], BIG, extra=SMALL,
-                                edit=cpu_seconds(10)))
+    rc, etype, env = fill_big(["rlimit-memory"])
     assert (rc, etype) == (137, "MemoryLimit"), env
-    rc, etype, env = outcome(py(["rlimit-memory", "cgroup"], BIG, extra=SMALL,
-                                edit=cpu_seconds(10)))
+    rc, etype, env = fill_big(["rlimit-memory", "cgroup"])
     assert rc == 0 and env["result"] == BIG_MIB << 20, env
 
 
@@ -145,12 +148,10 @@ def test_layer_rlimit_memory_caps_memory():
     # build leaves this layer out (its shadow memory alone is over any
     # RLIMIT_DATA), the product builds never do.
     plain = os.path.join(harness.REPO, "coil")
-    rc, etype, env = outcome(py(["cgroup"], BIG, extra=SMALL, binary=plain,
-                                edit=cpu_seconds(10)))
+    rc, etype, env = fill_big(["cgroup"], binary=plain)
     assert (rc, etype) == (137, "MemoryLimit"), env
     assert env["error"]["message"] == "memory limit reached", env
-    rc, etype, env = outcome(py(["cgroup", "rlimit-memory"], BIG, extra=SMALL,
-                                binary=plain, edit=cpu_seconds(10)))
+    rc, etype, env = fill_big(["cgroup", "rlimit-memory"], binary=plain)
     assert rc == 0 and env["result"] == BIG_MIB << 20, env
 
 
