@@ -251,12 +251,20 @@ static int v1_freeze(const struct cg_dir *d, bool frozen,
                         d->path, FREEZE_WAIT_MS);
 }
 
+/* Paused means a freeze was asked of this cgroup itself, as runc reads it:
+ * a task that joins a frozen cgroup (exec --ignore-paused) turns the state
+ * back to FREEZING until it too is stopped, and an ancestor's freeze shows
+ * FROZEN here without self_freezing. */
 static bool v1_frozen(const struct cg_dir *d) {
   struct coil_error ignored;
+  cleanup_free char *self = NULL;
   cleanup_free char *state = NULL;
-  return (d->ctrls & CG_BIT(CG_FREEZER)) &&
-         cg_read(d->path, "freezer.state", &state, &ignored) == 0 &&
-         !strcmp(state, "FROZEN");
+  if (!(d->ctrls & CG_BIT(CG_FREEZER)))
+    return false;
+  if (cg_read(d->path, "freezer.self_freezing", &self, &ignored) == 0)
+    return !strcmp(self, "1");
+  return cg_read(d->path, "freezer.state", &state, &ignored) == 0 &&
+         strcmp(state, "THAWED") != 0;
 }
 
 /* The blkio controller: the CFQ scheduler's blkio.weight files where the

@@ -361,8 +361,13 @@ static int v2_freeze(const struct cg_dir *d, bool frozen,
   return 0;
 }
 
+/* Paused means cgroup.freeze was set: cgroup.events says "frozen 0" again
+ * while a task that joined the frozen cgroup is on its way to stopping. */
 static bool v2_frozen(const struct cg_dir *d) {
-  return cg_read_key(d, "cgroup.events", "frozen") == 1;
+  struct coil_error ignored;
+  cleanup_free char *freeze = NULL;
+  return cg_read(d->path, "cgroup.freeze", &freeze, &ignored) == 0 &&
+         !strcmp(freeze, "1");
 }
 
 const struct cg_driver cg_driver_v2 = {

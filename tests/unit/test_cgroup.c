@@ -773,18 +773,20 @@ static void test_v2_freeze_update(void) {
   if (rc)
     return;
   const char *dir = cg->dirs[0].path;
-  ok(!cgroup_frozen(cg), "v2: no frozen line in cgroup.events: not frozen");
+  ok(!cgroup_frozen(cg), "v2: no cgroup.freeze written: not frozen");
   put(pf("%s/cgroup.events", dir), "populated 1\nfrozen 1\n");
   rc = cgroup_freeze(cg, true, &err);
   ok(rc == 0, "v2: freeze once cgroup.events says frozen 1 (%s)",
      rc ? err.msg : "ok");
   is_str(get(pf("%s/cgroup.freeze", dir)), "1", "v2: cgroup.freeze = 1");
-  ok(cgroup_frozen(cg), "v2: frozen 1 reads as frozen");
+  ok(cgroup_frozen(cg), "v2: cgroup.freeze 1 reads as frozen");
   put(pf("%s/cgroup.events", dir), "populated 1\nfrozen 0\n");
+  ok(cgroup_frozen(cg),
+     "v2: still frozen while a task that joined is on its way to stopping");
   rc = cgroup_freeze(cg, false, &err);
   ok(rc == 0, "v2: thaw (%s)", rc ? err.msg : "ok");
   is_str(get(pf("%s/cgroup.freeze", dir)), "0", "v2: cgroup.freeze = 0");
-  ok(!cgroup_frozen(cg), "v2: frozen 0 reads as thawed");
+  ok(!cgroup_frozen(cg), "v2: cgroup.freeze 0 reads as thawed");
 
   struct coil_resources u = {.has_memory_limit = true,
                              .memory_limit = 96 << 20,
@@ -823,7 +825,8 @@ static void test_v1_freeze_update(void) {
   ok(rc == 0, "v1 freeze: create (%s)", rc ? err.msg : "ok");
   if (rc)
     return;
-  const char *fz = pf("%s/freezer/coil/f2", fs);
+  char fz[PATH_MAX]; /* outlives pf()'s rotating buffers */
+  snprintf(fz, sizeof fz, "%s/freezer/coil/f2", fs);
   ok(exists(fz), "v1: a freezer cgroup is made for every container");
   char *s = cgroup_serialize(cg);
   ok(has(s, "v1:freezer:1:"), "v1: the freezer dir is in the state: %s", s);
@@ -837,6 +840,15 @@ static void test_v1_freeze_update(void) {
   rc = cgroup_freeze(cg, false, &err);
   ok(rc == 0 && !cgroup_frozen(cg), "v1: thaw");
   is_str(get(pf("%s/freezer.state", fz)), "THAWED", "v1: freezer.state thawed");
+  put(pf("%s/freezer.state", fz), "FREEZING");
+  put(pf("%s/freezer.self_freezing", fz), "1");
+  ok(cgroup_frozen(cg),
+     "v1: FREEZING with self_freezing 1 (a task just joined) reads as frozen");
+  put(pf("%s/freezer.state", fz), "FROZEN");
+  put(pf("%s/freezer.self_freezing", fz), "0");
+  ok(!cgroup_frozen(cg), "v1: frozen only by an ancestor is not paused");
+  put(pf("%s/freezer.state", fz), "THAWED");
+  unlink(pf("%s/freezer.self_freezing", fz));
 
   struct coil_resources u = {.has_memory_limit = true,
                              .memory_limit = 32 << 20,
