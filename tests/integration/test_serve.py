@@ -596,8 +596,11 @@ def test_serve_each_child_is_pid_1_of_a_fresh_pid_namespace():
         tpid = s.templates()["t1"]
         with open("/proc/%d/status" % tpid) as f:
             assert "NSpid" in f.read()
-        tns = os.readlink("/proc/%d/ns/pid" % tpid)
-        seen, namespaces = [], []
+        tns = os.stat("/proc/%d/ns/pid" % tpid).st_ino
+        # Each namespace is held open until the end: a freed namespace's
+        # inode number is handed out again, and a later child's could
+        # equal an earlier one's.
+        seen, namespaces, held = [], [], []
         for _ in range(3):
             with concurrent.futures.ThreadPoolExecutor(1) as ex:
                 def call():
@@ -617,9 +620,11 @@ def test_serve_each_child_is_pid_1_of_a_fresh_pid_namespace():
                             with open("/proc/%d/status" % kid) as f:
                                 nspid = [ln for ln in f
                                          if ln.startswith("NSpid:")][0].split()
-                            ns = os.readlink("/proc/%d/ns/pid" % kid)
+                            fd = os.open("/proc/%d/ns/pid" % kid, os.O_RDONLY)
                         except (OSError, IndexError):
                             continue
+                        held.append(fd)
+                        ns = os.fstat(fd).st_ino
                         child = kid
                         break
                     if child is None:
@@ -630,6 +635,8 @@ def test_serve_each_child_is_pid_1_of_a_fresh_pid_namespace():
             assert ns != tns
             seen.append(child)
             namespaces.append(ns)
+        for fd in held:
+            os.close(fd)
         assert len(set(namespaces)) == 3, namespaces
         # Two at once: two different PID namespaces, each its own PID 1.
         with concurrent.futures.ThreadPoolExecutor(2) as ex:
