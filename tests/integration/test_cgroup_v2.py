@@ -7,6 +7,7 @@ VM (tests/vm) with pids; on this hybrid host the v2 hierarchy
 
 import os
 import subprocess
+import tempfile
 import time
 
 from harness import (base_config, check, coil, describe, new_bundle, new_id,
@@ -33,6 +34,13 @@ def _own_v2():
 def _read(path):
     with open(path) as f:
         return f.read().strip()
+
+
+def _read_or_why(path):
+    try:
+        return path + ": " + _read(path)
+    except OSError as e:
+        return str(e)
 
 
 def _delegated(script):
@@ -68,14 +76,21 @@ def test_nested_cgroups_below_the_container_root():
         "mkdir sub/deeper; exec sleep 100")
     root = new_root()
     cid = new_id()
-    check(coil("create", "--bundle", _delegated(script), cid, root=root))
+    # The script's errors (it inherits create's stderr) say which step
+    # failed, should it stop.
+    errors = tempfile.TemporaryFile()
+    check(coil("create", "--bundle", _delegated(script), cid, root=root,
+               stderr=errors))
     own = os.path.join(_own_v2(), "coil", cid)
     try:
         check(coil("start", cid, root=root))
         deadline = time.time() + 60
         while not os.path.exists(os.path.join(own, "sub", "deeper")):
             st = state(cid, root)
-            assert st["status"] == "running" and time.time() < deadline, st
+            errors.seek(0)
+            assert st["status"] == "running" and time.time() < deadline, (
+                st, errors.read().decode(errors="replace"),
+                _read_or_why(os.path.join(own, "cgroup.controllers")))
             time.sleep(0.1)
         time.sleep(0.5)
         pid = state(cid, root)["pid"]
