@@ -5,6 +5,7 @@ with the plain clone + move where the kernel refuses clone3. In the pure v2
 VM (tests/vm) with pids; on this hybrid host the v2 hierarchy
 (/sys/fs/cgroup/unified) has hugetlb only."""
 
+import contextlib
 import os
 import subprocess
 import tempfile
@@ -43,6 +44,29 @@ def _read_or_why(path):
         return str(e)
 
 
+@contextlib.contextmanager
+def _launcher_passes(ctrl):
+    """The launcher's v2 cgroup passes ctrl on, as a host that delegates it
+    does; put back as it was afterwards. coil enables at the launcher's
+    level only what its own limits need (hugetlb only for hugepageLimits),
+    so whether a host passes hugetlb otherwise is the host's choice, and
+    on a fresh hybrid host nothing does."""
+    control = os.path.join(_own_v2(), "cgroup.subtree_control")
+    had = ctrl in _read(control).split()
+    if not had:
+        with open(control, "w") as f:
+            f.write("+" + ctrl)
+    try:
+        yield
+    finally:
+        if not had:
+            try:
+                with open(control, "w") as f:
+                    f.write("-" + ctrl)
+            except OSError:
+                pass  # a cgroup left below still uses it: the leak check says
+
+
 def _delegated(script):
     """A bundle running script as real root (no user namespace) with its
     cgroup namespace and a read-write cgroup2 mount at /sys/fs/cgroup."""
@@ -74,6 +98,11 @@ def test_nested_cgroups_below_the_container_root():
          "(true & true & true & wait) 2>/dev/null; true'; "
          if ctrl == "pids" else "") +
         "mkdir sub/deeper; exec sleep 100")
+    with _launcher_passes(ctrl):
+        _nested(script, ctrl, limit, value)
+
+
+def _nested(script, ctrl, limit, value):
     root = new_root()
     cid = new_id()
     # The script's errors (it inherits create's stderr) say which step
