@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include "hooks.h"
 #include "log.h"
 #include "loopback.h"
+#include "mountfd.h"
 #include "namespaces.h"
 #include "oci_state.h"
 #include "pdeath.h"
@@ -34,6 +36,21 @@ fail_sync(int fd, struct coil_error *err) {
   struct coil_error ignored;
   sync_send(fd, SYNC_ERROR, err->msg, &ignored);
   _exit(INIT_FAILED);
+}
+
+static int payload_proc = -1;
+
+int init_proc_fd(void) { return payload_proc; }
+
+/* Only a speed-up depends on it (coil serve's templates): where the kernel
+ * refuses, the payload goes without. */
+static void open_payload_proc(void) {
+  struct coil_error err = {0};
+  payload_proc = mountfd_new_fs("proc", "proc",
+                                MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                                "subset=pid", &err);
+  if (payload_proc < 0)
+    log_debug("init: no procfs for the payload: %s", err.msg);
 }
 
 /* After start, errors go back over the start connection. */
@@ -187,6 +204,10 @@ void init_main(const struct init_ctx *c) {
   ro.idmap_trees = c->idmap_trees;
   if (!c->skip_rootfs && own_mounts && rootfs_prepare(cfg, &ro, &err) < 0)
     fail_sync(sync_fd, &err);
+  /* Made while the host's /proc is still in this mount namespace: the
+   * kernel lets a new procfs be made only where one is fully visible. */
+  if (c->proc_fd && own_mounts && namespaces_wants_new(&cfg->lnx, CLONE_NEWPID))
+    open_payload_proc();
   log_debug("init: namespaces joined, mounts done");
 
   /* 6. prestart/createRuntime run in the runtime namespace (the parent),
@@ -247,7 +268,8 @@ void init_main(const struct init_ctx *c) {
    *     connection, close-on-exec, stay open). */
   struct privileges pv = privileges_of(c);
   if (privileges_set_environment(&cfg->process, &err) < 0 ||
-      privileges_drop(&pv, &conn, 1, &err) < 0)
+      privileges_drop(&pv, (int[]){conn, payload_proc},
+                      payload_proc >= 0 ? 2 : 1, &err) < 0)
     fail_start(conn, &err);
   if (pdeath_parent_gone(conn))
     _exit(INIT_FAILED);

@@ -27,6 +27,8 @@ struct coil_payload {
   bool relay_stdout;      /* run/py relay init's fd 1 through a pipe */
   bool relay_duplex;      /* that relay is a seqpacket socketpair instead,
                            * a two-way channel (coil serve's templates) */
+  bool proc_fd;           /* init_proc_fd(): a procfs of the container's
+                           * PID namespace, for the payload's own use */
 };
 
 /* Called by create with the parsed config before anything exists. May edit
