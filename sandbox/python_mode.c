@@ -132,10 +132,14 @@ static int install_signal_handlers(const struct python_ctx *c,
   return 0;
 }
 
+static void (*after_answer)(void);
+
 /* The answer is complete: the pipe closes before the exit, so its reader
  * can answer while this address space is still being torn down. */
 static void __attribute__((noreturn)) answered(int code) {
   close(OUT_FD);
+  if (after_answer)
+    after_answer();
   _exit(code);
 }
 
@@ -341,6 +345,7 @@ void python_run_finish(const struct python_ctx *c,
                        const struct gate_result *g, PyObject *globals,
                        int request_fd) {
   struct coil_error err = {0};
+  after_answer = c->after_answer;
   if (!globals && python_run_globals(g, c->disabled, &globals, &err) < 0)
     fail(c, "Exception", PY_EXIT_COIL, err.msg);
   guest_stdout_set_cap(c->max_output, output_overflow, c);

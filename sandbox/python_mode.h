@@ -20,6 +20,10 @@ struct python_ctx {
   uint64_t memory_bound;     /* RLIMIT_DATA (memory_bound.h), 0 = none */
   size_t max_request;
   size_t max_output;
+  /* Called once the answer is complete (fd 1 closed), before the exit of
+   * an answered run; NULL: none. Runs after the user's code, so it must
+   * trust nothing in the interpreter. */
+  void (*after_answer)(void);
 };
 
 /* The payload init runs (payload.h) after the shared privilege drop: arg is

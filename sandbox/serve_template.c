@@ -24,6 +24,7 @@
 #include "fdpass.h"
 #include "gate.h"
 #include "guest.h"
+#include "init.h"
 #include "landlock.h"
 #include "layers.h"
 #include "libmount_load.h"
@@ -34,6 +35,7 @@
 #include "python_run.h"
 #include "python_setup.h"
 #include "readall.h"
+#include "serve_prefault.h"
 #include "serve_warm.h"
 #include "serve_wire.h"
 
@@ -42,6 +44,9 @@
 #define CACHE_SLOTS 64
 /* Children in flight at once; the server's per-tenant cap is lower. */
 #define MAX_CHILDREN 256
+/* A template learns the pages a request writes (serve_prefault.h) from
+ * its first children, one at a time. */
+#define LEARN_CHILDREN 4
 /* The code file name in messages and tracebacks, as `coil py -c`. */
 #define CODE_NAME "<string>"
 
@@ -123,6 +128,7 @@ int serve_template_prepare(void *arg, struct coil_config *cfg,
       .own_seccomp = true,
       .relay_stdout = true,
       .relay_duplex = true,
+      .proc_fd = true,
   };
   return 0;
 }
@@ -156,6 +162,16 @@ static struct cached cache[CACHE_SLOTS];
 static unsigned long cache_gen;
 static size_t cache_next;
 static struct child children[MAX_CHILDREN];
+/* The learning child and the template's end of its socket, which the
+ * child writes a byte to once it has answered and then waits on: it is
+ * alive, sharing the template's pages, until the template closes this end. */
+static struct {
+  pid_t pid; /* 0: none */
+  int sock;
+} learner;
+static bool learning;     /* prefault_open succeeded, more to learn */
+static int learners;      /* learning children handed a job */
+static bool spare_learns; /* the spare being cloned is a learning child */
 static PyObject *sha256_fn;
 static struct lockdown_filters filters; /* compiled once for every child */
 /* Each child mounts an empty /tmp of its own only where an execution could
@@ -297,6 +313,7 @@ struct spare {
   int pidfd;
   int sock;          /* the template's end of the job socket */
   unsigned long gen; /* cache generation at fork: slots up to it are known */
+  bool learns;       /* reports when it has answered (struct learner) */
 };
 
 static struct spare spare = {.pidfd = -1, .sock = -1};
@@ -327,11 +344,26 @@ static int child_take_job(struct spare_job *j, bool block) {
   return 0;
 }
 
+static int learn_fd = -1; /* a learning child's end of its job socket */
+
+/* A learning child has answered: it says so and stays alive, its pages
+ * readable, until the template has read them and closes its end. */
+static void report_answered(void) {
+  char b = 'a';
+  if (write(learn_fd, &b, 1) == 1)
+    while (read(learn_fd, &b, 1) > 0)
+      ;
+}
+
 static void __attribute__((noreturn))
 spare_main(const struct serve_template_setup *s, int sock) {
+  /* Before anything else writes: the pages children write, copied now
+   * while no request waits (serve_prefault.h). */
+  prefault_apply();
   /* fds 0 and 1 are the job socket until the job replaces them: the
    * template's control channel (fd 1) is not kept. */
-  if (dup2(sock, 0) < 0 || dup2(sock, 1) < 0)
+  if (dup2(sock, 0) < 0 || dup2(sock, 1) < 0 ||
+      (spare_learns && (learn_fd = dup(sock)) < 0))
     _exit(PY_EXIT_COIL);
   close(sock);
   struct spare_job j;
@@ -350,8 +382,10 @@ spare_main(const struct serve_template_setup *s, int sock) {
                               !layer_on(s->disabled, LAYER_CAPS),
                           .bounding_dropped = bounding_dropped,
                           .dispositions_default = dispositions_default};
+  /* Every fd but stdio and learn_fd is closed here: the template's procfs
+   * and other children's sockets among them. */
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
-      privileges_drop(&pv, NULL, 0, &err) < 0)
+      privileges_drop(&pv, &learn_fd, learn_fd >= 0, &err) < 0)
     child_fail(child_take_job(&j, false) == 0 ? 1 : -1, "Exception",
                err.msg[0] ? err.msg : strerror(errno));
   /* Stage 2 before the job, letting through exactly what the job's steps
@@ -388,6 +422,7 @@ spare_main(const struct serve_template_setup *s, int sock) {
       .memory_bound = layer_on(s->disabled, LAYER_RLIMIT_MEMORY)
                           ? (uint64_t)j.memory_mb << 20
                           : 0,
+      .after_answer = learn_fd >= 0 ? report_answered : NULL,
   };
   if (!code->used || code->g.n > 0)
     child_fail(1, "Exception", "serve: the job's code is not cached");
@@ -412,6 +447,7 @@ static bool spare_fork(const struct serve_template_setup *s) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
     return false;
+  spare_learns = learning && !learner.pid;
   PyOS_BeforeFork();
   unsigned long flags = CLONE_NEWPID | CLONE_PIDFD | SIGCHLD;
   if (own_mountns)
@@ -429,8 +465,11 @@ static bool spare_fork(const struct serve_template_setup *s) {
     close(sv[0]);
     return false;
   }
-  spare = (struct spare){
-      .pid = pid, .pidfd = pidfd, .sock = sv[0], .gen = cache_gen};
+  spare = (struct spare){.pid = pid,
+                         .pidfd = pidfd,
+                         .sock = sv[0],
+                         .gen = cache_gen,
+                         .learns = spare_learns};
   return true;
 }
 
@@ -460,6 +499,12 @@ static int spawn(const struct serve_template_setup *s,
   }
   children[slot] =
       (struct child){.pid = spare.pid, .job_fd = fds[SERVE_FD_JOB]};
+  if (spare.learns) {
+    learner.pid = spare.pid;
+    learner.sock = spare.sock;
+    spare.sock = -1;
+    learners++;
+  }
   int pidfd = spare.pidfd;
   spare.pidfd = -1;
   spare.pid = 0;
@@ -493,6 +538,26 @@ static size_t live_children(void) {
   for (size_t i = 0; i < MAX_CHILDREN; i++)
     n += children[i].pid != 0;
   return n;
+}
+
+/* The learning child answered (a byte) or ended (end of file). Its
+ * pages are learned if it answered while no spare shared all of the
+ * template's memory. A child cloned before it may still share some of
+ * the pages it wrote: they are missed, never added wrongly. The next
+ * spare, held back while it ran, is made now. */
+static void learner_done(const struct serve_template_setup *s,
+                         bool open_channel) {
+  char b;
+  if (read(learner.sock, &b, 1) == 1 && !spare.pid)
+    log_debug("serve template: %ld pages children write", prefault_learn());
+  close(learner.sock);
+  learner.pid = 0;
+  if (learning && learners >= LEARN_CHILDREN) {
+    learning = false;
+    prefault_close();
+  }
+  if (open_channel && !spare.pid)
+    spare_fork(s);
 }
 
 /* One job from the server; false when the channel is closed. */
@@ -550,8 +615,9 @@ static bool serve_one(const struct serve_template_setup *s) {
   for (int i = 0; i < SERVE_JOB_FDS; i++)
     if (i != SERVE_FD_JOB || !kept)
       close(fds[i]);
-  /* The next job's child, made while this one runs. */
-  if (kept)
+  /* The next job's child, made while this one runs, unless it would
+   * share the pages a learning child is writing. */
+  if (kept && !learner.pid)
     spare_fork(s);
   return true;
 }
@@ -564,6 +630,11 @@ static void serve_template_main(void *arg, int start_conn) {
    * would be twenty mappings in every child, each one copied by its clone
    * and torn down by its exit. */
   libmount_unload();
+  int proc_fd = init_proc_fd();
+  if (proc_fd >= 0) {
+    learning = prefault_open(proc_fd) == 0;
+    close(proc_fd);
+  }
   sigset_t chld;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
@@ -615,11 +686,14 @@ static void serve_template_main(void *arg, int start_conn) {
   log_debug("serve template: ready");
   bool open_channel = true;
   while (open_channel || live_children()) {
-    struct pollfd p[2] = {
+    struct pollfd p[3] = {
         {.fd = sfd, .events = POLLIN},
-        {.fd = open_channel ? CTRL_FD : -1, .events = POLLIN}};
-    if (poll(p, 2, -1) < 0 && errno != EINTR)
+        {.fd = open_channel ? CTRL_FD : -1, .events = POLLIN},
+        {.fd = learner.pid ? learner.sock : -1, .events = POLLIN}};
+    if (poll(p, 3, -1) < 0 && errno != EINTR)
       die("poll", strerror(errno));
+    if (p[2].revents)
+      learner_done(s, open_channel);
     if (p[0].revents) {
       struct signalfd_siginfo si;
       while (read(sfd, &si, sizeof si) > 0)

@@ -6,6 +6,7 @@ import concurrent.futures
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -290,6 +291,51 @@ def test_serve_template_compiles_literal_regexes_once():
                                "stdout": ""}, env
         log = s.logtext()
     assert log.count("2 literal regular expressions compiled") == 1, log
+
+
+def test_serve_template_learns_the_pages_children_write():
+    """A template's first four children, one at a time, show it which of
+    its pages a request writes, so that each later spare copies them before
+    its job arrives; the answers are unchanged."""
+    code = "def handle(r):\n    return [r, sorted(str(r))[-1]]\n"
+    with Server([tenant("t1", UID_T1)], debug=True) as s:
+        with s.client("t1") as c:
+            for i in range(8):
+                env = c.call(code=code, request={"i": i})
+                assert env == {"ok": True, "result": [{"i": i}, "}"],
+                               "stdout": ""}, env
+        log = s.logtext()
+    learned = [int(n) for n in
+               re.findall(r"serve template: (-?\d+) pages children write", log)]
+    # The server's warm-up call is the first of the four.
+    assert len(learned) == 4, log
+    assert 0 < learned[0] <= learned[-1] <= 1024, learned
+
+
+def test_serve_template_and_children_are_not_dumpable():
+    """The template is dumpable only while it opens its own maps and
+    pagemap, before any child exists: it and every child stay owned by the
+    host's root in /proc (no core dump, no ptrace by the tenant's uid)."""
+    with Server([tenant("t1", UID_T1)]) as s:
+        with s.client("t1") as c:
+            for _ in range(6):
+                assert c.call(code="def handle(r):\n    return 1\n").get("ok")
+        tpid = s.templates()["t1"]
+        with concurrent.futures.ThreadPoolExecutor(1) as ex:
+            def call():
+                with s.client("t1") as c:
+                    return c.call(code=BURN)
+            fut = ex.submit(call)
+            owners = {}
+            deadline = time.time() + 10
+            while len(owners) < 2 and time.time() < deadline:
+                for pid in [tpid] + children(tpid):
+                    try:
+                        owners[pid] = os.stat("/proc/%d/environ" % pid).st_uid
+                    except OSError:
+                        pass
+            assert fut.result()["result"] == 1500000
+    assert len(owners) >= 2 and set(owners.values()) == {0}, owners
 
 
 def test_serve_client_call_matches_cli():
