@@ -6,7 +6,8 @@ Run by tests/bench/oast_bench.sh from the repository root, as root.
 Environment: OAST_BENCH_SECONDS (per phase, default 20), OAST_BENCH_BACKEND
 (serve, the default: a private `coil serve` started with oast/serve_proc.py
 as `make oast-demo` does; or py), OAST_BENCH_OUTSTANDING (dnsperf -q of the
-handler phase).
+handler phase; unset, the serve backend's is run at 100 and at its
+in-flight cap).
 Exit status 0 whatever the numbers; 1 when the listener or dnsperf failed,
 or an answer was wrong (a timing of wrong answers is worthless)."""
 
@@ -25,14 +26,17 @@ from oast import serve_proc  # noqa: E402
 
 SECONDS = int(os.environ.get("OAST_BENCH_SECONDS", "20"))
 BACKEND = os.environ.get("OAST_BENCH_BACKEND", "serve")
+INFLIGHT = 2 if BACKEND == "py" else 8
 # Queries dnsperf keeps outstanding: the static phase always 100; the
 # handler phase by default 4 with the py backend (two slots and a short
 # queue: more only measures how fast the listener answers SERVFAIL to a
-# full queue), 100 with serve.
-OUTSTANDING = os.environ.get("OAST_BENCH_OUTSTANDING",
-                             "4" if BACKEND == "py" else "100")
+# full queue); with serve twice, 100 (saturated: latency is mostly the
+# wait in line) and the tenant's in-flight cap (every slot busy, none
+# waiting: the latency of an answer at that rate).
+OUTSTANDING = os.environ.get("OAST_BENCH_OUTSTANDING")
+HANDLER_PHASES = ([OUTSTANDING] if OUTSTANDING else
+                  ["4"] if BACKEND == "py" else ["100", str(INFLIGHT)])
 WANT = {"static": "192.0.2.53", "handler": "198.51.100.1"}
-INFLIGHT = 2 if BACKEND == "py" else 8
 # Distinct query names in the handler phase's query file.
 QNAMES = 10000
 QUEUE = 64 if BACKEND == "py" else 128
@@ -142,25 +146,26 @@ def main():
         port = json.loads(line)["dns"][1]
         check_answer(port, "static")
         check_answer(port, "h")
-        print("oast bench: dnsperf -l %d, -q 100 (static) / %s (handler), "
-              "backend %s, %d CPUs" % (SECONDS, OUTSTANDING, BACKEND,
-                                      os.cpu_count()))
-        print("%-22s %8s %9s %7s %7s %7s %7s %7s" % (
-            "answers", "sent", "lost", "qps", "ok/s", "p50 ms", "p90 ms", "p99 ms"))
-        for name, label in (("static", "static zone (ceiling)"),
-                            ("handler", "handler (coil %s)" % BACKEND)):
-            lat, st = dnsperf(port, name, d,
-                              "100" if name == "static" else OUTSTANDING)
+        print("oast bench: dnsperf -l %d, backend %s (%d in flight), %d CPUs"
+              % (SECONDS, BACKEND, INFLIGHT, os.cpu_count()))
+        print("%-22s %4s %8s %9s %7s %7s %7s %7s %7s" % (
+            "answers", "-q", "sent", "lost", "qps", "ok/s", "p50 ms", "p90 ms",
+            "p99 ms"))
+        phases = [("static", "static zone (ceiling)", "100")] + [
+            ("handler", "handler (coil %s)" % BACKEND, q)
+            for q in HANDLER_PHASES]
+        for name, label, outstanding in phases:
+            lat, st = dnsperf(port, name, d, outstanding)
             ok = sorted(lat.get("NOERROR", []))
             allv = sorted(v for vs in lat.values() for v in vs)
             secs = st.get("Run time (s)", SECONDS) or SECONDS
-            print("%-22s %8d %9d %7.0f %7.0f %7.2f %7.2f %7.2f" % (
-                label, st.get("Queries sent", 0), st.get("Queries lost", 0),
+            print("%-22s %4s %8d %9d %7.0f %7.0f %7.2f %7.2f %7.2f" % (
+                label, outstanding, st.get("Queries sent", 0), st.get("Queries lost", 0),
                 len(allv) / secs, len(ok) / secs, percentile(ok, 50) * 1e3,
                 percentile(ok, 90) * 1e3, percentile(ok, 99) * 1e3))
             other = {k: len(v) for k, v in lat.items() if k != "NOERROR"}
             if other:
-                print("%-22s other answers: %s (the tenant's queue was full: "
+                print("%-27s other answers: %s (the tenant's queue was full: "
                       "SERVFAIL at once)" % ("", other))
         check_answer(port, "h")
         return 0
