@@ -873,12 +873,37 @@ static bool finish_later(struct serve_tenant *t, struct serve_template *tm,
   return true;
 }
 
+/* Busy answers of one tenant go out one per BUSY_PACE_US at the most: a
+ * client that calls again at once, over the cap and the queue, waits
+ * instead of spinning the server (and the machine its other tenants share)
+ * on answers. Each waits BUSY_WAIT_MAX_US at the most, however many call. */
+#define BUSY_PACE_US 1000
+#define BUSY_WAIT_MAX_US 100000
+
+static void busy_pace(struct serve_tenant *t) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  long long now = (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+  pthread_mutex_lock(&t->mu);
+  long long at = t->busy_at > now ? t->busy_at : now;
+  if (at - now > BUSY_WAIT_MAX_US)
+    at = now + BUSY_WAIT_MAX_US;
+  t->busy_at = at + BUSY_PACE_US;
+  pthread_mutex_unlock(&t->mu);
+  ts = (struct timespec){.tv_sec = at / 1000000,
+                         .tv_nsec = (long)(at % 1000000) * 1000};
+  while (at > now &&
+         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+    ;
+}
+
 void serve_run(struct serve_tenant *t, enum serve_job_kind kind,
                const char *code, size_t code_len, const char *entry,
                const char *request, size_t request_len,
                const struct serve_limits_req *lim, struct serve_outcome *out) {
   *out = (struct serve_outcome){0};
   if (!take_slot(t)) {
+    busy_pace(t);
     finish(out,
            serve_error_envelope("Busy", "the tenant's executions in flight "
                                         "and its queue are full"),

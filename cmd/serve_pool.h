@@ -36,7 +36,8 @@ struct serve_tenant {
   char start_error[1024]; /* why the last start failed, or "" */
   unsigned gen;
   int in_flight, queued;
-  int answered; /* slots of answered children not yet reaped */
+  int answered;      /* slots of answered children not yet reaped */
+  long long busy_at; /* now_us() before which no Busy is answered */
   pthread_t supervisor;
 };
 

@@ -977,6 +977,39 @@ def test_serve_busy_when_queue_full():
                    if (e.get("error") or {}).get("type") != "Busy"), envs
 
 
+HOLD = ("def handle(r):\n    n = 0\n    for i in range(r):\n"
+        "        n += i\n    return n\n")
+
+
+def test_serve_busy_answers_are_paced():
+    """Over its cap and queue, a tenant's calls are answered Busy one per
+    millisecond at the most: a client calling again at once waits instead
+    of spinning the server. Only a lower bound on the time is checked, so
+    a slow machine cannot fail it."""
+    t = tenant("t1", UID_T1, limits={"in_flight": 1, "queue": 0})
+    with Server([t]) as s:
+        with concurrent.futures.ThreadPoolExecutor(1) as ex:
+            def hold():
+                # Until it has the slot: the calls below may take it first.
+                with s.client("t1") as c:
+                    while True:
+                        env = c.call(code=HOLD, request=20000000)
+                        if (env.get("error") or {}).get("type") != "Busy":
+                            return env
+            fut = ex.submit(hold)
+            times = []
+            with s.client("t1") as c:
+                while not fut.done() and len(times) < 40:
+                    env = c.call(code="def handle(r):\n    return r\n",
+                                 request=1)
+                    if (env.get("error") or {}).get("type") == "Busy":
+                        times.append(time.monotonic())
+            assert fut.result().get("ok"), fut.result()
+    assert len(times) >= 10, times
+    # n answers one millisecond apart at least: n - 1 gaps.
+    assert times[-1] - times[0] >= (len(times) - 1) * 0.001 * 0.95, times
+
+
 # Lingers on the CPU: stage 2 allows no sleeping system call.
 EARLY_THEN_LINGER = """
 import os, time
