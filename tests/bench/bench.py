@@ -350,6 +350,30 @@ def quantile(xs, p):
     return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
+# neighbour()'s hostile client: one thread per flood, each calling the
+# hostile tenant back to back until SIGTERM; prints the answers' kinds.
+STORM = """
+import json, signal, sys, threading
+sys.path.insert(0, sys.argv[1])
+import coil_client
+stop = threading.Event()
+signal.signal(signal.SIGTERM, lambda *a: stop.set())
+kinds = {}
+def storm(code):
+    with coil_client.Client(sys.argv[2], tenant="hostile", timeout=60) as c:
+        while not stop.is_set():
+            env = c.call(code=code, request="x")
+            k = "ok" if env.get("ok") else (env.get("error") or {}).get("type")
+            kinds[k] = kinds.get(k, 0) + 1
+ts = [threading.Thread(target=storm, args=(c,)) for c in json.loads(sys.argv[3])]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()
+print(json.dumps(kinds))
+"""
+
+
 class Serve:
     """The warm path: a `coil serve` with one tenant, measured through
     `coil call` (a process per call) and the Python client (one connection),
@@ -372,7 +396,13 @@ class Serve:
                 "allow": {"uids": [0]},
                 "limits": {"in_flight": 8, "queue": 64},
                 "cgroup": {"cpu_millis": 2000, "pids": 256,
-                           "memory_mb": 4096}}]}, f)
+                           "memory_mb": 4096}}, {
+                # The neighbour() section's hostile tenant, idle until then.
+                "name": "hostile", "uid": TENANT_UID + 1,
+                "gid": TENANT_UID + 1, "allow": {"uids": [0]},
+                "limits": {"in_flight": 2, "queue": 2, "memory_mb": 64},
+                "cgroup": {"cpu_millis": 500, "pids": 32,
+                           "memory_mb": 96}}]}, f)
         self.log = open(os.path.join(d, "serve.log"), "w+")
         self.proc = subprocess.Popen(
             [COIL, "--root", os.path.join(d, "state"), "serve", "--socket",
@@ -403,7 +433,8 @@ class Serve:
             raise BenchError("coil serve answered wrongly: %r" % (env,))
 
     def call_cli(self):
-        argv = [COIL, "call", "--socket", self.sock, "--request",
+        argv = [COIL, "call", "--socket", self.sock, "--tenant", "bench",
+                "--request",
                 "@" + REQUEST, "--entry", "handle", HANDLER]
         ex = Execution(argv, None, None)
         if ex.rc != 0:
@@ -417,18 +448,62 @@ class Serve:
         # figure includes it, the Python client's does not.
         floor = [Execution(["/bin/true"], None, None).seconds * 1000
                  for _ in range(SERVE_CALLS)]
-        lib = []
-        with self.client() as c:
-            for _ in range(SERVE_CALLS):
-                t0 = time.perf_counter()
-                env = c.call(code=self.code, request=self.request)
-                lib.append((time.perf_counter() - t0) * 1000)
-                self.check(env)
+        lib = self.client_samples()
         for name, ms in (("coil call", cli), ("python client", lib),
                          ("/bin/true (spawn floor)", floor)):
             self.lines.append("%-24s p50 %7.2f ms   p99 %7.2f ms   (%d calls)"
                               % (name, quantile(ms, 0.5), quantile(ms, 0.99),
                                  len(ms)))
+
+    def client_samples(self):
+        """SERVE_CALLS sequential calls' times (ms) over one connection."""
+        ms = []
+        with self.client() as c:
+            for _ in range(SERVE_CALLS):
+                t0 = time.perf_counter()
+                env = c.call(code=self.code, request=self.request)
+                ms.append((time.perf_counter() - t0) * 1000)
+                self.check(env)
+        return ms
+
+    def neighbour(self):
+        """The bench tenant's latency (Python client, sequential calls)
+        quiet, then while a second tenant floods the server: CPU, memory
+        and output floods, code the gate rejects, and a storm of calls
+        over its in-flight cap and queue (answered Busy)."""
+        floods = [
+            "def handle(r):\n    while True:\n        pass\n",
+            "def handle(r):\n    x = []\n    while True:\n"
+            "        x.append('a' * 10**6)\n",
+            "def handle(r):\n    while True:\n        print('z' * 65536)\n",
+            "import os\ndef handle(r):\n    return os.fork()\n",
+            "def handle(r):\n    return r\n",
+            "def handle(r):\n    return r\n",
+        ]
+        quiet = self.client_samples()
+        # The storm runs in a process of its own, as a hostile client
+        # would: in this one it would hold the GIL against the samples.
+        storm = subprocess.Popen(
+            [sys.executable, "-c", STORM, os.path.join(REPO, "sandbox"),
+             self.sock, json.dumps(floods)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=ENV)
+        try:
+            time.sleep(0.5)
+            loud = self.client_samples()
+        finally:
+            storm.send_signal(signal.SIGTERM)
+            out, _ = storm.communicate(timeout=120)
+        if storm.returncode != 0:
+            raise BenchError("hostile tenant's storm failed: %r" % out[-500:])
+        kinds = json.loads(out)
+        q50, q99 = quantile(quiet, 0.5), quantile(quiet, 0.99)
+        l50, l99 = quantile(loud, 0.5), quantile(loud, 0.99)
+        self.lines.append(
+            "beside a hostile tenant  p50 %7.2f ms   p99 %7.2f ms   (quiet "
+            "%.2f and %.2f: p99 %.2fx)" % (l50, l99, q50, q99, l99 / q99))
+        self.lines.append(
+            "  its floods' answers: " + ", ".join(
+                "%s %d" % kv for kv in sorted(kinds.items())))
 
     def rate(self, workers, one):
         """Completed executions per second with `workers` threads running
@@ -592,13 +667,14 @@ class Serve:
         self.start()
         self.idle_memory()
         self.latency()
+        self.neighbour()
         self.throughput()
 
     def report(self):
         if not self.lines:
             return
         print()
-        print("warm path: coil serve (one tenant), tests/bench/handler.py")
+        print("warm path: coil serve, tests/bench/handler.py")
         for line in self.lines:
             print(line)
         for c in self.bench.cands:
