@@ -313,7 +313,7 @@ struct spare {
   int pidfd;
   int sock;          /* the template's end of the job socket */
   unsigned long gen; /* cache generation at fork: slots up to it are known */
-  bool learns;       /* reports when it has answered (struct learner) */
+  bool learns;       /* reports when it has answered (learner, above) */
 };
 
 static struct spare spare = {.pidfd = -1, .sock = -1};
@@ -382,8 +382,9 @@ spare_main(const struct serve_template_setup *s, int sock) {
                               !layer_on(s->disabled, LAYER_CAPS),
                           .bounding_dropped = bounding_dropped,
                           .dispositions_default = dispositions_default};
-  /* Every fd but stdio and learn_fd is closed here: the template's procfs
-   * and other children's sockets among them. */
+  /* Every fd but stdio and learn_fd is closed here: the template's maps
+   * and pagemap (serve_prefault.c) and other children's sockets among
+   * them. */
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
       privileges_drop(&pv, &learn_fd, learn_fd >= 0, &err) < 0)
     child_fail(child_take_job(&j, false) == 0 ? 1 : -1, "Exception",
