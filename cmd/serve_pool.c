@@ -516,11 +516,13 @@ static int bytes_fd(const char *name, const char *a, size_t alen, const char *b,
   return fd;
 }
 
-static long long now_ms(void) {
+static long long now_us(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
+
+static long long now_ms(void) { return now_us() / 1000; }
 
 struct job_state {
   struct answer_reader rd; /* the child's output while it comes */
@@ -881,20 +883,19 @@ static bool finish_later(struct serve_tenant *t, struct serve_template *tm,
 #define BUSY_WAIT_MAX_US 100000
 
 static void busy_pace(struct serve_tenant *t) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  long long now = (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+  long long now = now_us();
   pthread_mutex_lock(&t->mu);
   long long at = t->busy_at > now ? t->busy_at : now;
   if (at - now > BUSY_WAIT_MAX_US)
     at = now + BUSY_WAIT_MAX_US;
   t->busy_at = at + BUSY_PACE_US;
   pthread_mutex_unlock(&t->mu);
-  ts = (struct timespec){.tv_sec = at / 1000000,
-                         .tv_nsec = (long)(at % 1000000) * 1000};
-  while (at > now &&
-         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-    ;
+  struct timespec until = {.tv_sec = at / 1000000,
+                           .tv_nsec = (long)(at % 1000000) * 1000};
+  if (at > now)
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) ==
+           EINTR)
+      ;
 }
 
 void serve_run(struct serve_tenant *t, enum serve_job_kind kind,

@@ -37,7 +37,7 @@ struct serve_tenant {
   unsigned gen;
   int in_flight, queued;
   int answered;      /* slots of answered children not yet reaped */
-  long long busy_at; /* now_us() before which no Busy is answered */
+  long long busy_at; /* CLOCK_MONOTONIC us before which no Busy goes out */
   pthread_t supervisor;
 };
 
