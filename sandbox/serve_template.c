@@ -169,9 +169,8 @@ static struct {
   pid_t pid; /* 0: none */
   int sock;
 } learner;
-static bool learning;     /* prefault_open succeeded, more to learn */
-static int learners;      /* learning children handed a job */
-static bool spare_learns; /* the spare being cloned is a learning child */
+static bool learning; /* prefault_open succeeded, more to learn */
+static int learners;  /* learning children handed a job */
 static PyObject *sha256_fn;
 static struct lockdown_filters filters; /* compiled once for every child */
 /* Each child mounts an empty /tmp of its own only where an execution could
@@ -356,14 +355,14 @@ static void report_answered(void) {
 }
 
 static void __attribute__((noreturn))
-spare_main(const struct serve_template_setup *s, int sock) {
+spare_main(const struct serve_template_setup *s, int sock, bool learns) {
   /* Before anything else writes: the pages children write, copied now
    * while no request waits (serve_prefault.h). */
   prefault_apply();
   /* fds 0 and 1 are the job socket until the job replaces them: the
    * template's control channel (fd 1) is not kept. */
   if (dup2(sock, 0) < 0 || dup2(sock, 1) < 0 ||
-      (spare_learns && (learn_fd = dup(sock)) < 0))
+      (learns && (learn_fd = dup(sock)) < 0))
     _exit(PY_EXIT_COIL);
   close(sock);
   struct spare_job j;
@@ -448,7 +447,7 @@ static bool spare_fork(const struct serve_template_setup *s) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
     return false;
-  spare_learns = learning && !learner.pid;
+  bool learns = learning && !learner.pid;
   PyOS_BeforeFork();
   unsigned long flags = CLONE_NEWPID | CLONE_PIDFD | SIGCHLD;
   if (own_mountns)
@@ -458,7 +457,7 @@ static bool spare_fork(const struct serve_template_setup *s) {
   if (pid == 0) {
     PyOS_AfterFork_Child();
     close(sv[0]);
-    spare_main(s, sv[1]);
+    spare_main(s, sv[1], learns);
   }
   PyOS_AfterFork_Parent();
   close(sv[1]);
@@ -470,7 +469,7 @@ static bool spare_fork(const struct serve_template_setup *s) {
                          .pidfd = pidfd,
                          .sock = sv[0],
                          .gen = cache_gen,
-                         .learns = spare_learns};
+                         .learns = learns};
   return true;
 }
 
