@@ -375,10 +375,11 @@ print(json.dumps(kinds))
 
 
 class Serve:
-    """The warm path: a `coil serve` with one tenant, measured through
+    """The warm path: a `coil serve` with the bench tenant, measured through
     `coil call` (a process per call) and the Python client (one connection),
-    then as throughput with 4 and 8 executions in flight, beside bare
-    python3.11 started cold the same number at a time."""
+    then beside a second, hostile tenant (neighbour()), then as throughput
+    with 4 and 8 executions in flight, beside bare python3.11 started cold
+    the same number at a time."""
 
     def __init__(self, bench):
         self.bench = bench
@@ -434,8 +435,7 @@ class Serve:
 
     def call_cli(self):
         argv = [COIL, "call", "--socket", self.sock, "--tenant", "bench",
-                "--request",
-                "@" + REQUEST, "--entry", "handle", HANDLER]
+                "--request", "@" + REQUEST, "--entry", "handle", HANDLER]
         ex = Execution(argv, None, None)
         if ex.rc != 0:
             raise BenchError("coil call failed:\n" + ex.describe())
