@@ -133,6 +133,14 @@ int cg_set(const struct cg_dir *d, const char *field, const char *file,
   return 0;
 }
 
+int cg_cpu_idle(const struct cg_dir *d, const struct coil_resources *res,
+                bool after, struct coil_error *err) {
+  if (!res->has_cpu_idle || (res->cpu_idle == 1) != after)
+    return 0;
+  return cg_set(d, "linux.resources.cpu.idle", "cpu.idle",
+                res->cpu_idle ? "1" : "0", err);
+}
+
 /* For each controller the first config field in res that needs it, NULL
  * where none does: the one place that says which field needs which. */
 static void first_fields(const struct coil_resources *res,
@@ -161,6 +169,7 @@ static void first_fields(const struct coil_resources *res,
       {res->has_cpu_shares, CG_CPU, "linux.resources.cpu.shares"},
       {res->has_cpu_quota, CG_CPU, "linux.resources.cpu.quota"},
       {res->has_cpu_period, CG_CPU, "linux.resources.cpu.period"},
+      {res->has_cpu_idle, CG_CPU, "linux.resources.cpu.idle"},
       {res->cpu_cpus != NULL, CG_CPUSET, "linux.resources.cpu.cpus"},
       {res->cpu_mems != NULL, CG_CPUSET, "linux.resources.cpu.mems"},
       {res->n_hugepage_limits > 0, CG_HUGETLB,

@@ -98,6 +98,12 @@ int cg_write(const char *dir, const char *file, const char *value, bool kernel,
 int cg_set(const struct cg_dir *d, const char *field, const char *file,
            const char *value, struct coil_error *err);
 
+/* cpu.idle, named the same in v1 and v2. The kernel refuses shares and
+ * weights for an idle group, so leaving idle (0) is written before them
+ * (after == false) and entering it (1) after them (after == true). */
+int cg_cpu_idle(const struct cg_dir *d, const struct coil_resources *res,
+                bool after, struct coil_error *err);
+
 /* Reads dir/file whole into *out (malloc'd, trailing whitespace removed).
  * On failure err->err holds the errno (ENOENT: no such file). */
 int cg_read(const char *dir, const char *file, char **out,

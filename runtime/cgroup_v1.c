@@ -157,6 +157,8 @@ static int v1_memory(const struct cg_dir *d, const char *root,
 static int v1_cpu(const struct cg_dir *d, const struct coil_resources *res,
                   struct coil_error *err) {
   char v[32];
+  if (cg_cpu_idle(d, res, false, err) < 0)
+    return -1;
   if (res->has_cpu_shares) {
     snprintf(v, sizeof v, "%" PRIu64, res->cpu_shares);
     if (cg_set(d, "linux.resources.cpu.shares", "cpu.shares", v, err) < 0)
@@ -174,7 +176,7 @@ static int v1_cpu(const struct cg_dir *d, const struct coil_resources *res,
     if (cg_set(d, "linux.resources.cpu.quota", "cpu.cfs_quota_us", v, err) < 0)
       return -1;
   }
-  return 0;
+  return cg_cpu_idle(d, res, true, err);
 }
 
 /* A new v1 devices cgroup starts with its parent's list: "a" resets it to

@@ -194,6 +194,8 @@ static uint64_t shares_to_weight(uint64_t shares) {
 static int v2_cpu(const struct cg_dir *d, const struct coil_resources *res,
                   struct coil_error *err) {
   char v[64];
+  if (cg_cpu_idle(d, res, false, err) < 0)
+    return -1;
   if (res->has_cpu_shares) {
     snprintf(v, sizeof v, "%" PRIu64, shares_to_weight(res->cpu_shares));
     if (cg_set(d, "linux.resources.cpu.shares", "cpu.weight", v, err) < 0)
@@ -212,7 +214,7 @@ static int v2_cpu(const struct cg_dir *d, const struct coil_resources *res,
                "cpu.max", v, err) < 0)
       return -1;
   }
-  return 0;
+  return cg_cpu_idle(d, res, true, err);
 }
 
 /* The blockIO weight 10-1000 onto io.weight's 1-10000, as runc and crun

@@ -245,6 +245,8 @@ static const struct jw_field cpu_fields[] = {
     JW_UINT64("shares", res_t, cpu_shares, JW_HAS(res_t, has_cpu_shares), 0),
     JW_INT64("quota", res_t, cpu_quota, JW_HAS(res_t, has_cpu_quota), -1, 0),
     JW_UINT64("period", res_t, cpu_period, JW_HAS(res_t, has_cpu_period), 0),
+    JW_ROW("idle", JW_I64, 0, JW_OFF(res_t, cpu_idle, int64_t),
+           JW_HAS(res_t, has_cpu_idle), JW_NO_OFF, 0, 1, NULL, NULL),
     JW_STRING("cpus", res_t, cpu_cpus, 0),
     JW_STRING("mems", res_t, cpu_mems, 0),
 };

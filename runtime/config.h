@@ -154,10 +154,11 @@ struct coil_resources {
   bool memory_disable_oom_killer;
   bool has_pids_limit;
   int64_t pids_limit; /* <= 0 = max */
-  bool has_cpu_shares, has_cpu_quota, has_cpu_period;
+  bool has_cpu_shares, has_cpu_quota, has_cpu_period, has_cpu_idle;
   uint64_t cpu_shares;
   int64_t cpu_quota; /* -1 = max */
   uint64_t cpu_period;
+  int64_t cpu_idle; /* 1: the group runs only when nothing else wants it */
   char *cpu_cpus; /* "0-1" or NULL */
   char *cpu_mems;
   struct coil_hugepage_limit *hugepage_limits;

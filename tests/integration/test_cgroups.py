@@ -2,6 +2,7 @@
 (OOM kill reported), pids, cpu; removal on delete."""
 
 import concurrent.futures
+import json
 import os
 import re
 import time
@@ -88,6 +89,35 @@ def _v2_cgroup_created():
         assert _read(os.path.join(d, "cpu.max")) == "50000 100000"
         # runc's shares-to-weight conversion: 1 + (shares-2)*9999/262142.
         assert _read(os.path.join(d, "cpu.weight")) == "20"
+    finally:
+        check(coil("delete", "--force", cid, root=root))
+    assert not os.path.exists(d)
+
+
+def test_cpu_idle_set_and_updated():
+    """linux.resources.cpu.idle: the group gets the CPU only when nothing
+    else wants it. The kernel refuses shares for an idle group, so the
+    order of the writes matters both ways, at create and at update."""
+    root = new_root()
+    b = new_bundle(["sleep", "100"], linux={"resources": {
+        "cpu": {"shares": 512, "idle": 1}}})
+    cid = new_id()
+    check(coil("create", "--bundle", b, cid, root=root))
+    d = _own_cg("cpu" if _v1() else "", "coil", cid)
+    shares = "cpu.shares" if _v1() else "cpu.weight"
+    try:
+        assert _read(os.path.join(d, "cpu.idle")) == "1"
+        check(coil("update", "--resources", "-", cid, root=root,
+                   input=json.dumps({"cpu": {"idle": 0, "shares": 1024}})))
+        assert _read(os.path.join(d, "cpu.idle")) == "0"
+        assert _read(os.path.join(d, shares)) == ("1024" if _v1() else "39")
+        check(coil("update", "--resources", "-", cid, root=root,
+                   input=json.dumps({"cpu": {"shares": 256, "idle": 1}})))
+        assert _read(os.path.join(d, "cpu.idle")) == "1"
+        r = coil("update", "--resources", "-", cid, root=root,
+                 input=json.dumps({"cpu": {"idle": 2}}))
+        assert r.returncode != 0 and "cpu.idle: 2 out of range" in r.stderr, r
+        assert _read(os.path.join(d, "cpu.idle")) == "1"
     finally:
         check(coil("delete", "--force", cid, root=root))
     assert not os.path.exists(d)

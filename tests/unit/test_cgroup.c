@@ -348,6 +348,16 @@ static void test_v2_values(void) {
          "v2: quota alone gets the default period");
   r = (struct coil_resources){.has_cpu_period = true, .cpu_period = 50000};
   is_str(v2_value(&env, &r, "cpu.max"), "max 50000", "v2: period alone");
+  for (int idle = 0; idle <= 1; idle++) {
+    r = (struct coil_resources){.has_cpu_idle = true,
+                                .cpu_idle = idle,
+                                .has_cpu_shares = true,
+                                .cpu_shares = 1024};
+    is_str(v2_value(&env, &r, "cpu.idle"), idle ? "1" : "0",
+           "v2: cpu.idle %d", idle);
+    is_str(v2_value(&env, &r, "cpu.weight"), "39",
+           "v2: cpu.weight beside cpu.idle %d", idle);
+  }
   static const struct {
     uint64_t shares;
     const char *weight;

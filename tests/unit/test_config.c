@@ -92,7 +92,7 @@ static void test_full(void) {
       " 'sysctl':{'net.ipv4.ip_forward':'0'},"
       " 'resources':{'memory':{'limit':268435456,'reservation':-1,'swap':-1},"
       "  'pids':{'limit':64},'cpu':{'shares':512,'quota':50000,"
-      "  'period':100000,'cpus':'0-1','mems':'0'},"
+      "  'period':100000,'idle':1,'cpus':'0-1','mems':'0'},"
       "  'hugepageLimits':[{'pageSize':'2MB','limit':0}],"
       "  'devices':[{'allow':false,'access':'rwm'}],'blockIO':{'weight':10}},"
       " 'cgroupsPath':'coil/test',"
@@ -216,6 +216,7 @@ static void test_full(void) {
   ok(r->has_cpu_shares && r->cpu_shares == 512, "cpu.shares");
   ok(r->has_cpu_quota && r->cpu_quota == 50000, "cpu.quota");
   ok(r->has_cpu_period && r->cpu_period == 100000, "cpu.period");
+  ok(r->has_cpu_idle && r->cpu_idle == 1, "cpu.idle");
   is_str(r->cpu_cpus, "0-1", "cpu.cpus");
   is_str(r->cpu_mems, "0", "cpu.mems");
   ok(r->n_hugepage_limits == 1 && r->hugepage_limits[0].limit == 0,
@@ -513,6 +514,10 @@ static void test_linux_errors(void) {
                "linux.resources.cpu.shares: -1 out of range");
   expect_error(LNX("'resources':{'cpu':{'quota':-2}}"),
                "linux.resources.cpu.quota: -2 out of range");
+  expect_error(LNX("'resources':{'cpu':{'idle':2}}"),
+               "linux.resources.cpu.idle: 2 out of range [0, 1]");
+  expect_error(LNX("'resources':{'cpu':{'idle':true}}"),
+               "linux.resources.cpu.idle: expected integer");
   expect_error(LNX("'resources':{'cpu':{'cpus':[0]}}"),
                "linux.resources.cpu.cpus: expected string");
   expect_error(LNX("'resources':{'hugepageLimits':[{'limit':1}]}"),
