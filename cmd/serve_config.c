@@ -69,6 +69,7 @@ static const struct jw_field cgroup_fields[] = {
     JW_INT64("pids", tenant_t, cgroup_pids, JW_NO_OFF, 1, 0),
     JW_INTEGER("cpu_millis", tenant_t, cgroup_cpu_millis, JW_NO_OFF, 1, 1000000,
                0),
+    JW_BOOLEAN("cpu_idle", tenant_t, cgroup_cpu_idle),
 };
 static const struct jw_object cgroup_obj =
     JW_TABLE(tenant_t, cgroup_fields, NULL);

@@ -29,6 +29,7 @@ struct serve_tenant_config {
   bool has_limits;
   int64_t cgroup_memory_mb, cgroup_pids; /* the tenant's aggregate, 0: bundle */
   int cgroup_cpu_millis;                 /* 1000 = one CPU, 0: bundle */
+  bool cgroup_cpu_idle;                  /* CPU only when others idle */
   bool has_cgroup;
   int recycle_requests, recycle_seconds; /* 0: never */
   bool has_recycle;

@@ -245,6 +245,7 @@ static struct serve_template *template_start(struct serve_tenant *t, char *why,
       .memory = c->cgroup_memory_mb << 20,
       .pids = c->cgroup_pids,
       .cpus = c->cgroup_cpu_millis / 1000.0,
+      .cpu_idle = c->cgroup_cpu_idle,
       .cpu_seconds = c->limits.cpu_seconds,
       .max_request = REQUEST_MAX,
   };

@@ -90,6 +90,10 @@ int serve_template_prepare(void *arg, struct coil_config *cfg,
     r->cpu_period = 100000;
     r->cpu_quota = (int64_t)(o->cpus * 100000);
   }
+  if (o->cpu_idle) {
+    cfg->lnx.has_resources = r->has_cpu_idle = true;
+    r->cpu_idle = 1;
+  }
   /* The rlimits are each child's, not the template's: RLIMIT_NPROC 0 would
    * stop the template forking at all. */
   if (caps_parse(&cfg->process, &s->caps, err) < 0 ||

@@ -23,6 +23,7 @@ struct serve_template_opts {
   int64_t memory;  /* tenant cgroup: bytes, 0 = the bundle's */
   int64_t pids;    /* 0 = the bundle's */
   double cpus;     /* CPUs worth of quota, 0 = the bundle's */
+  bool cpu_idle;   /* the tenant's cgroup in the idle class */
   int cpu_seconds; /* RLIMIT_CPU soft limit per execution, 0 = the bundle's */
   size_t max_request;
 };

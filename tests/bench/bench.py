@@ -351,7 +351,8 @@ def quantile(xs, p):
 
 
 # neighbour()'s hostile client: one thread per flood, each calling the
-# hostile tenant back to back until SIGTERM; prints the answers' kinds.
+# hostile tenant (argv[4]) back to back until SIGTERM; prints the answers'
+# kinds.
 STORM = """
 import json, signal, sys, threading
 sys.path.insert(0, sys.argv[1])
@@ -360,7 +361,7 @@ stop = threading.Event()
 signal.signal(signal.SIGTERM, lambda *a: stop.set())
 kinds = {}
 def storm(code):
-    with coil_client.Client(sys.argv[2], tenant="hostile", timeout=60) as c:
+    with coil_client.Client(sys.argv[2], tenant=sys.argv[4], timeout=60) as c:
         while not stop.is_set():
             env = c.call(code=code, request="x")
             k = "ok" if env.get("ok") else (env.get("error") or {}).get("type")
@@ -377,9 +378,9 @@ print(json.dumps(kinds))
 class Serve:
     """The warm path: a `coil serve` with the bench tenant, measured through
     `coil call` (a process per call) and the Python client (one connection),
-    then beside a second, hostile tenant (neighbour()), then as throughput
-    with 4 and 8 executions in flight, beside bare python3.11 started cold
-    the same number at a time."""
+    then beside a hostile tenant and one in the idle class (neighbour()),
+    then as throughput with 4 and 8 executions in flight, beside bare
+    python3.11 started cold the same number at a time."""
 
     def __init__(self, bench):
         self.bench = bench
@@ -398,12 +399,18 @@ class Serve:
                 "limits": {"in_flight": 8, "queue": 64},
                 "cgroup": {"cpu_millis": 2000, "pids": 256,
                            "memory_mb": 4096}}, {
-                # The neighbour() section's hostile tenant, idle until then.
+                # neighbour()'s hostile tenants, idle until then.
                 "name": "hostile", "uid": TENANT_UID + 1,
                 "gid": TENANT_UID + 1, "allow": {"uids": [0]},
                 "limits": {"in_flight": 2, "queue": 2, "memory_mb": 64},
                 "cgroup": {"cpu_millis": 500, "pids": 32,
-                           "memory_mb": 96}}]}, f)
+                           "memory_mb": 96}}, {
+                # The same, with its cgroup in the CPU's idle class.
+                "name": "hostile-idle", "uid": TENANT_UID + 2,
+                "gid": TENANT_UID + 2, "allow": {"uids": [0]},
+                "limits": {"in_flight": 2, "queue": 2, "memory_mb": 64},
+                "cgroup": {"cpu_millis": 500, "pids": 32,
+                           "memory_mb": 96, "cpu_idle": True}}]}, f)
         self.log = open(os.path.join(d, "serve.log"), "w+")
         self.proc = subprocess.Popen(
             [COIL, "--root", os.path.join(d, "state"), "serve", "--socket",
@@ -470,7 +477,8 @@ class Serve:
         """The bench tenant's latency (Python client, sequential calls)
         quiet, then while a second tenant floods the server: CPU, memory
         and output floods, code the gate rejects, and a storm of calls
-        over its in-flight cap and queue (answered Busy)."""
+        over its in-flight cap and queue (answered Busy); then the same
+        from a tenant whose cgroup is in the idle class (cgroup.cpu_idle)."""
         floods = [
             "def handle(r):\n    while True:\n        pass\n",
             "def handle(r):\n    x = []\n    while True:\n"
@@ -481,11 +489,18 @@ class Serve:
             "def handle(r):\n    return r\n",
         ]
         quiet = self.client_samples()
+        for name, label in (("hostile", "beside a hostile tenant"),
+                            ("hostile-idle", "beside one in idle class")):
+            self.flooded(floods, quiet, name, label)
+
+    def flooded(self, floods, quiet, name, label):
+        """One neighbour() line: the bench tenant's calls while tenant
+        `name` runs every flood."""
         # The storm runs in a process of its own, as a hostile client
         # would: in this one it would hold the GIL against the samples.
         storm = subprocess.Popen(
             [sys.executable, "-c", STORM, os.path.join(REPO, "sandbox"),
-             self.sock, json.dumps(floods)],
+             self.sock, json.dumps(floods), name],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=ENV)
         try:
             time.sleep(0.5)
@@ -494,13 +509,13 @@ class Serve:
             storm.send_signal(signal.SIGTERM)
             out, _ = storm.communicate(timeout=120)
         if storm.returncode != 0:
-            raise BenchError("hostile tenant's storm failed: %r" % out[-500:])
+            raise BenchError("%s tenant's storm failed: %r" % (name, out[-500:]))
         kinds = json.loads(out)
         q50, q99 = quantile(quiet, 0.5), quantile(quiet, 0.99)
         l50, l99 = quantile(loud, 0.5), quantile(loud, 0.99)
         self.lines.append(
-            "beside a hostile tenant  p50 %7.2f ms   p99 %7.2f ms   (quiet "
-            "%.2f and %.2f: p99 %.2fx)" % (l50, l99, q50, q99, l99 / q99))
+            "%-24s p50 %7.2f ms   p99 %7.2f ms   (quiet "
+            "%.2f and %.2f: p99 %.2fx)" % (label, l50, l99, q50, q99, l99 / q99))
         self.lines.append(
             "  its floods' answers: " + ", ".join(
                 "%s %d" % kv for kv in sorted(kinds.items())))

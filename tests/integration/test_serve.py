@@ -861,6 +861,34 @@ def test_serve_job_steps_closed_before_the_users_code():
 
 # ---------------------------------------------------------------- tenants
 
+def cpu_idle_of(pid):
+    """The cpu.idle of the cgroup pid is in (its cpu hierarchy's on v1)."""
+    v2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+    with open("/proc/%d/cgroup" % pid) as f:
+        for line in f:
+            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            if (v2 and ctrls == "") or "cpu" in ctrls.split(","):
+                d = os.path.join("/sys/fs/cgroup", ctrls, path.lstrip("/"))
+                with open(os.path.join(d, "cpu.idle")) as c:
+                    return c.read().strip()
+    raise AssertionError("no cpu cgroup for %d" % pid)
+
+
+def test_serve_cpu_idle_tenant():
+    """cgroup.cpu_idle puts the tenant's cgroup (template and children) in
+    the idle class; its calls still answer; the other tenant's is not."""
+    with Server([tenant("low", UID_T1, cgroup={"cpu_idle": True}),
+                 tenant("high", UID_T2)]) as s:
+        for name in ("low", "high"):
+            with s.client(name) as c:
+                env = c.call(code="def handle(r):\n    return r + 1\n",
+                             request=41)
+            assert env == {"ok": True, "result": 42, "stdout": ""}, env
+        t = s.templates()
+        assert cpu_idle_of(t["low"]) == "1"
+        assert cpu_idle_of(t["high"]) == "0"
+
+
 def test_serve_hostile_tenant_does_not_disturb_another():
     # 64 MB per execution and 96 MB for the tenant as a whole (the bound of
     # the ASan build, which has no RLIMIT_DATA): the memory flood meets one
@@ -1218,6 +1246,8 @@ def test_serve_config_errors():
                                              "max_memory_mb": 5})]},
          "tenants[0].limits"),
         ({"tenants": [{"name": "a", "uid": 7, "gid": 7}]}, "allow"),
+        ({"tenants": [tenant("a", 7, cgroup={"cpu_idle": 1})]},
+         "tenants[0].cgroup.cpu_idle"),
     ]
     for cfg, field in cases:
         path = os.path.join(d, "c.json")
