@@ -70,6 +70,8 @@ static const struct jw_field cgroup_fields[] = {
     JW_INTEGER("cpu_millis", tenant_t, cgroup_cpu_millis, JW_NO_OFF, 1, 1000000,
                0),
     JW_BOOLEAN("cpu_idle", tenant_t, cgroup_cpu_idle),
+    JW_INTEGER("demote_seconds", tenant_t, demote_seconds,
+               JW_HAS(tenant_t, has_demote_seconds), 0, 86400, 0),
 };
 static const struct jw_object cgroup_obj =
     JW_TABLE(tenant_t, cgroup_fields, NULL);
@@ -166,6 +168,8 @@ static void defaults(struct serve_config *c) {
       l->in_flight = 4;
     if (!l->has_queue)
       l->queue = 64;
+    if (!c->tenants[i].has_demote_seconds)
+      c->tenants[i].demote_seconds = 30;
   }
 }
 

@@ -30,6 +30,8 @@ struct serve_tenant_config {
   int64_t cgroup_memory_mb, cgroup_pids; /* the tenant's aggregate, 0: bundle */
   int cgroup_cpu_millis;                 /* 1000 = one CPU, 0: bundle */
   bool cgroup_cpu_idle;                  /* CPU only when others idle */
+  int demote_seconds; /* idle class after a limit or a long run; 0: never */
+  bool has_demote_seconds;
   bool has_cgroup;
   int recycle_requests, recycle_seconds; /* 0: never */
   bool has_recycle;

@@ -325,6 +325,66 @@ static bool gone(const struct serve_template *tm) {
 
 static _Atomic bool stopping_flag;
 
+static long long now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static long long now_ms(void) { return now_us() / 1000; }
+
+/* ---- the CPU class ----------------------------------------------------- */
+
+/* An execution that meets a limit (CPU, wall clock, memory, output) or
+ * still runs DEMOTE_RUN_MS after it started puts its tenant's cgroup in the
+ * CPU's idle class (cpu.idle) for cgroup.demote_seconds from then: its
+ * floods then give way to every other tenant's calls, whose processes
+ * would otherwise wait behind them whenever they wake on the CPU a flood
+ * holds. A handler that answers in time never meets this. */
+#define DEMOTE_RUN_MS 200
+
+/* Under t->mu. */
+static void write_cpu_class(struct serve_tenant *t, struct serve_template *tm,
+                            bool idle) {
+  if (!tm || !tm->cg || t->demote_failed)
+    return;
+  struct coil_resources r = {.has_cpu_idle = true, .cpu_idle = idle};
+  struct coil_error err = {0};
+  if (cgroup_update(tm->cg, &r, &err) < 0) {
+    t->demote_failed = true;
+    log_warn("serve: tenant %s: its CPU class stays as it is: %s",
+             t->cfg->name, err.msg);
+  }
+}
+
+static void demote(struct serve_tenant *t, struct serve_template *tm,
+                   const char *why) {
+  const struct serve_tenant_config *c = t->cfg;
+  if (!c->demote_seconds || c->cgroup_cpu_idle)
+    return;
+  pthread_mutex_lock(&t->mu);
+  t->demoted_until = now_ms() + c->demote_seconds * 1000LL;
+  if (!t->demoted) {
+    t->demoted = true;
+    write_cpu_class(t, tm, true);
+    if (t->cur != tm)
+      write_cpu_class(t, t->cur, true);
+    log_warn("serve: tenant %s: in the CPU's idle class for %d s: %s",
+             c->name, c->demote_seconds, why);
+  }
+  pthread_mutex_unlock(&t->mu);
+}
+
+/* Under t->mu, from the supervisor: back to the normal class once
+ * demote_seconds passed without another cause. */
+static void promote_when_due(struct serve_tenant *t) {
+  if (!t->demoted || now_ms() < t->demoted_until)
+    return;
+  t->demoted = false;
+  write_cpu_class(t, t->cur, false);
+  log_info("serve: tenant %s: back in the CPU's normal class", t->cfg->name);
+}
+
 /* Owns t's templates: starts one when a job needs it, replaces it after
  * its requests/seconds or when it died, and deletes retired ones once no
  * job uses them. */
@@ -334,6 +394,7 @@ static void *supervise(void *arg) {
   pthread_mutex_lock(&t->mu);
   for (;;) {
     bool stopping = stopping_flag;
+    promote_when_due(t);
     struct serve_template *cur = t->cur;
     if (cur &&
         (stopping || gone(cur) ||
@@ -346,6 +407,8 @@ static void *supervise(void *arg) {
       pthread_mutex_lock(&t->mu);
       t->want_template = false;
       t->cur = tm;
+      if (t->demoted)
+        write_cpu_class(t, tm, true);
       snprintf(t->start_error, sizeof t->start_error, "%s", tm ? "" : why);
       if (!tm)
         log_error("serve: tenant %s: %s", c->name, why);
@@ -517,14 +580,6 @@ static int bytes_fd(const char *name, const char *a, size_t alen, const char *b,
   return fd;
 }
 
-static long long now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static long long now_ms(void) { return now_us() / 1000; }
-
 struct job_state {
   struct answer_reader rd; /* the child's output while it comes */
   char *out;               /* then the answer taken from it */
@@ -536,6 +591,10 @@ struct job_state {
   double cpu;
   char digest[65];
   long long deadline, hard;
+  /* When the child, still running, demotes its tenant (0: not, or done). */
+  long long demote_at;
+  struct serve_tenant *t;
+  struct serve_template *tm;
 };
 
 /* Sends the job; false when the template's channel is dead (no child can
@@ -651,6 +710,8 @@ static void collect(int out_r, int job_s, size_t out_cap, bool early,
     if (!within_deadline(s, now))
       break;
     long long until = s->watchdog ? s->hard : s->deadline;
+    if (s->demote_at && s->demote_at < until)
+      until = s->demote_at;
     struct pollfd p[2] = {{.fd = out_open ? out_r : -1, .events = POLLIN},
                           {.fd = job_open ? job_s : -1, .events = POLLIN}};
     int n = poll(p, 2, (int)(until - now));
@@ -664,6 +725,12 @@ static void collect(int out_r, int job_s, size_t out_cap, bool early,
       kill_child(s->pidfd);
     }
     out_open = out_open && !s->rd.eof;
+    if (s->demote_at && !s->ended && now_ms() >= s->demote_at) {
+      s->demote_at = 0;
+      char why[64];
+      snprintf(why, sizeof why, "an execution ran past %d ms", DEMOTE_RUN_MS);
+      demote(s->t, s->tm, why);
+    }
   }
   drop_child(s);
 }
@@ -899,10 +966,11 @@ static void busy_pace(struct serve_tenant *t) {
       ;
 }
 
-void serve_run(struct serve_tenant *t, enum serve_job_kind kind,
-               const char *code, size_t code_len, const char *entry,
-               const char *request, size_t request_len,
-               const struct serve_limits_req *lim, struct serve_outcome *out) {
+static void run_job(struct serve_tenant *t, enum serve_job_kind kind,
+                    const char *code, size_t code_len, const char *entry,
+                    const char *request, size_t request_len,
+                    const struct serve_limits_req *lim,
+                    struct serve_outcome *out) {
   *out = (struct serve_outcome){0};
   if (!take_slot(t)) {
     busy_pace(t);
@@ -935,8 +1003,13 @@ void serve_run(struct serve_tenant *t, enum serve_job_kind kind,
     ooms = atomic_load(&tm->ooms);
     sent = send_job(tm, &j, code, entry, request, request_len, &out_r, &job_s);
     if (sent) {
-      s.deadline = now_ms() + lim->timeout_ms + GRACE_MS;
+      long long now = now_ms();
+      s.deadline = now + lim->timeout_ms + GRACE_MS;
       s.hard = s.deadline + 5000;
+      if (t->cfg->demote_seconds && !t->cfg->cgroup_cpu_idle)
+        s.demote_at = now + DEMOTE_RUN_MS;
+      s.t = t;
+      s.tm = tm;
       collect(out_r, job_s, (size_t)lim->output_bytes + 4096,
               kind == SERVE_JOB_CALL, &s);
       close(out_r);
@@ -1009,4 +1082,19 @@ void serve_run(struct serve_tenant *t, enum serve_job_kind kind,
     return;
   }
   finish(out, s.out, type_of(s.out));
+}
+
+void serve_run(struct serve_tenant *t, enum serve_job_kind kind,
+               const char *code, size_t code_len, const char *entry,
+               const char *request, size_t request_len,
+               const struct serve_limits_req *lim, struct serve_outcome *out) {
+  run_job(t, kind, code, code_len, entry, request, request_len, lim, out);
+  static const char *const limits[] = {"CpuLimit", "Timeout", "MemoryLimit",
+                                       "OutputLimit"};
+  for (size_t i = 0; out->type && i < sizeof limits / sizeof *limits; i++)
+    if (strcmp(out->type, limits[i]) == 0) {
+      char why[64];
+      snprintf(why, sizeof why, "an execution ended %s", out->type);
+      demote(t, NULL, why);
+    }
 }

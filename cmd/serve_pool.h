@@ -38,6 +38,10 @@ struct serve_tenant {
   int in_flight, queued;
   int answered;      /* slots of answered children not yet reaped */
   long long busy_at; /* CLOCK_MONOTONIC us before which no Busy goes out */
+  /* Demoted to the CPU's idle class (cgroup.demote_seconds) until then
+   * (CLOCK_MONOTONIC ms); demote_failed once its cgroup refused. */
+  long long demoted_until;
+  bool demoted, demote_failed;
   pthread_t supervisor;
 };
 

@@ -378,7 +378,7 @@ print(json.dumps(kinds))
 class Serve:
     """The warm path: a `coil serve` with the bench tenant, measured through
     `coil call` (a process per call) and the Python client (one connection),
-    then beside a hostile tenant and one in the idle class (neighbour()),
+    then beside a hostile tenant and one never demoted (neighbour()),
     then as throughput with 4 and 8 executions in flight, beside bare
     python3.11 started cold the same number at a time."""
 
@@ -405,12 +405,12 @@ class Serve:
                 "limits": {"in_flight": 2, "queue": 2, "memory_mb": 64},
                 "cgroup": {"cpu_millis": 500, "pids": 32,
                            "memory_mb": 96}}, {
-                # The same, with its cgroup in the CPU's idle class.
-                "name": "hostile-idle", "uid": TENANT_UID + 2,
+                # The same, never demoted to the CPU's idle class.
+                "name": "hostile-kept", "uid": TENANT_UID + 2,
                 "gid": TENANT_UID + 2, "allow": {"uids": [0]},
                 "limits": {"in_flight": 2, "queue": 2, "memory_mb": 64},
                 "cgroup": {"cpu_millis": 500, "pids": 32,
-                           "memory_mb": 96, "cpu_idle": True}}]}, f)
+                           "memory_mb": 96, "demote_seconds": 0}}]}, f)
         self.log = open(os.path.join(d, "serve.log"), "w+")
         self.proc = subprocess.Popen(
             [COIL, "--root", os.path.join(d, "state"), "serve", "--socket",
@@ -478,7 +478,8 @@ class Serve:
         quiet, then while a second tenant floods the server: CPU, memory
         and output floods, code the gate rejects, and a storm of calls
         over its in-flight cap and queue (answered Busy); then the same
-        from a tenant whose cgroup is in the idle class (cgroup.cpu_idle)."""
+        from a tenant never demoted to the CPU's idle class
+        (cgroup.demote_seconds 0)."""
         floods = [
             "def handle(r):\n    while True:\n        pass\n",
             "def handle(r):\n    x = []\n    while True:\n"
@@ -490,7 +491,7 @@ class Serve:
         ]
         quiet = self.client_samples()
         for name, label in (("hostile", "beside a hostile tenant"),
-                            ("hostile-idle", "beside one in idle class")):
+                            ("hostile-kept", "beside one not demoted")):
             self.flooded(floods, quiet, name, label)
 
     def flooded(self, floods, quiet, name, label):

@@ -889,6 +889,65 @@ def test_serve_cpu_idle_tenant():
         assert cpu_idle_of(t["high"]) == "0"
 
 
+SPIN_MS = ("import datetime\ndef handle(r):\n"
+           "    t = datetime.datetime.now()\n"
+           "    while (datetime.datetime.now() - t).total_seconds() < r / 1000:\n"
+           "        pass\n"
+           "    return r\n")
+
+
+def wait_cpu_idle(pid, want, seconds):
+    end = time.time() + seconds
+    while cpu_idle_of(pid) != want and time.time() < end:
+        time.sleep(0.05)
+    return cpu_idle_of(pid)
+
+
+def test_serve_demotes_a_tenant_at_a_limit_then_restores_it():
+    """An execution that ends at a limit puts its tenant's cgroup in the
+    CPU's idle class for cgroup.demote_seconds, and only its tenant's; a
+    quick one does not; then the class comes back by itself."""
+    with Server([tenant("flood", UID_T1, cgroup={"demote_seconds": 2}),
+                 tenant("calm", UID_T2)]) as s:
+        t = s.templates()
+        with s.client("flood") as c:
+            env = c.call(code="def handle(r):\n    return r\n", request=1)
+            assert env.get("ok"), env
+            assert cpu_idle_of(t["flood"]) == "0"
+            env = c.call(code=HOLD, request=1)
+        assert env["error"]["type"] in ("CpuLimit", "Timeout"), env
+        assert cpu_idle_of(t["flood"]) == "1"
+        assert cpu_idle_of(t["calm"]) == "0"
+        assert "tenant flood: in the CPU's idle class for 2 s" in s.logtext()
+        # Its calls still answer meanwhile.
+        with s.client("flood") as c:
+            env = c.call(code="def handle(r):\n    return r + 1\n", request=1)
+        assert env == {"ok": True, "result": 2, "stdout": ""}, env
+        assert wait_cpu_idle(t["flood"], "0", 30) == "0"
+        assert "tenant flood: back in the CPU's normal class" in s.logtext()
+
+
+def test_serve_demotes_a_tenant_whose_execution_runs_long():
+    """Still running 200 ms after it started is enough, before any limit;
+    with demote_seconds 0 nothing is demoted."""
+    with Server([tenant("slow", UID_T1),
+                 tenant("kept", UID_T2, cgroup={"demote_seconds": 0})]) as s:
+        t = s.templates()
+        for name in ("slow", "kept"):
+            with s.client(name) as c:
+                env = c.call(code=SPIN_MS, request=50)
+                assert env.get("result") == 50, env
+                assert cpu_idle_of(t[name]) == "0", name
+                env = c.call(code=SPIN_MS, request=400)
+                assert env.get("result") == 400, env
+        assert cpu_idle_of(t["slow"]) == "1"
+        assert "an execution ran past 200 ms" in s.logtext()
+        with s.client("kept") as c:
+            env = c.call(code=HOLD, request=1)
+        assert env["error"]["type"] in ("CpuLimit", "Timeout"), env
+        assert cpu_idle_of(t["kept"]) == "0"
+
+
 def test_serve_hostile_tenant_does_not_disturb_another():
     # 64 MB per execution and 96 MB for the tenant as a whole (the bound of
     # the ASan build, which has no RLIMIT_DATA): the memory flood meets one
@@ -1248,6 +1307,8 @@ def test_serve_config_errors():
         ({"tenants": [{"name": "a", "uid": 7, "gid": 7}]}, "allow"),
         ({"tenants": [tenant("a", 7, cgroup={"cpu_idle": 1})]},
          "tenants[0].cgroup.cpu_idle"),
+        ({"tenants": [tenant("a", 7, cgroup={"demote_seconds": -1})]},
+         "tenants[0].cgroup.demote_seconds"),
     ]
     for cfg, field in cases:
         path = os.path.join(d, "c.json")
