@@ -121,6 +121,24 @@ static char *metrics_text(size_t *len) {
         "coil_serve_latency_seconds_count{tenant=\"%s\"} %llu\n",
         name, cum, name, metrics[t].sum_ms / 1000, name, metrics[t].observed);
   }
+  fputs("# HELP coil_serve_cpu_idle Whether the tenant's cgroup is in the "
+        "CPU's idle class.\n"
+        "# TYPE coil_serve_cpu_idle gauge\n",
+        f);
+  unsigned long long demotions;
+  for (size_t t = 0; t < n_tenants; t++)
+    fprintf(f, "coil_serve_cpu_idle{tenant=\"%s\"} %d\n",
+            tenants[t].cfg->name,
+            serve_tenant_cpu_idle(&tenants[t], &demotions));
+  fputs("# HELP coil_serve_demotions_total Times the tenant was demoted to "
+        "the CPU's idle class.\n"
+        "# TYPE coil_serve_demotions_total counter\n",
+        f);
+  for (size_t t = 0; t < n_tenants; t++) {
+    serve_tenant_cpu_idle(&tenants[t], &demotions);
+    fprintf(f, "coil_serve_demotions_total{tenant=\"%s\"} %llu\n",
+            tenants[t].cfg->name, demotions);
+  }
   pthread_mutex_unlock(&metrics_mu);
   fclose(f);
   return buf;

@@ -366,6 +366,7 @@ static void demote(struct serve_tenant *t, struct serve_template *tm,
   t->demoted_until = now_ms() + c->demote_seconds * 1000LL;
   if (!t->demoted) {
     t->demoted = true;
+    t->demotions++;
     write_cpu_class(t, tm, true);
     if (t->cur != tm)
       write_cpu_class(t, t->cur, true);
@@ -373,6 +374,15 @@ static void demote(struct serve_tenant *t, struct serve_template *tm,
              c->name, c->demote_seconds, why);
   }
   pthread_mutex_unlock(&t->mu);
+}
+
+bool serve_tenant_cpu_idle(struct serve_tenant *t,
+                           unsigned long long *demotions) {
+  pthread_mutex_lock(&t->mu);
+  bool idle = t->cfg->cgroup_cpu_idle || (t->demoted && !t->demote_failed);
+  *demotions = t->demotions;
+  pthread_mutex_unlock(&t->mu);
+  return idle;
 }
 
 /* Under t->mu, from the supervisor: back to the normal class once

@@ -42,6 +42,7 @@ struct serve_tenant {
    * (CLOCK_MONOTONIC ms); demote_failed once its cgroup refused. */
   long long demoted_until;
   bool demoted, demote_failed;
+  unsigned long long demotions;
   pthread_t supervisor;
 };
 
@@ -54,6 +55,10 @@ int serve_tenant_start(struct serve_tenant *t, struct coil_error *err);
 void serve_tenant_stop(struct serve_tenant *t);
 /* Retires the current template (on SIGHUP, or an anomaly). */
 void serve_tenant_recycle(struct serve_tenant *t);
+/* Whether t's cgroup is in the CPU's idle class now (demoted, or
+ * cgroup.cpu_idle), and how many times it was demoted. */
+bool serve_tenant_cpu_idle(struct serve_tenant *t,
+                           unsigned long long *demotions);
 /* Tells the spawner to finish (after every tenant stopped). */
 void serve_pool_finish(void);
 

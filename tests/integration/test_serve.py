@@ -908,7 +908,7 @@ def test_serve_demotes_a_tenant_at_a_limit_then_restores_it():
     CPU's idle class for cgroup.demote_seconds, and only its tenant's; a
     quick one does not; then the class comes back by itself."""
     with Server([tenant("flood", UID_T1, cgroup={"demote_seconds": 2}),
-                 tenant("calm", UID_T2)]) as s:
+                 tenant("calm", UID_T2)], metrics=True) as s:
         t = s.templates()
         with s.client("flood") as c:
             env = c.call(code="def handle(r):\n    return r\n", request=1)
@@ -919,12 +919,19 @@ def test_serve_demotes_a_tenant_at_a_limit_then_restores_it():
         assert cpu_idle_of(t["flood"]) == "1"
         assert cpu_idle_of(t["calm"]) == "0"
         assert "tenant flood: in the CPU's idle class for 2 s" in s.logtext()
+        text = scrape(s)
+        for line in ('coil_serve_cpu_idle{tenant="flood"} 1',
+                     'coil_serve_cpu_idle{tenant="calm"} 0',
+                     'coil_serve_demotions_total{tenant="flood"} 1',
+                     'coil_serve_demotions_total{tenant="calm"} 0'):
+            assert line in text, (line, text)
         # Its calls still answer meanwhile.
         with s.client("flood") as c:
             env = c.call(code="def handle(r):\n    return r + 1\n", request=1)
         assert env == {"ok": True, "result": 2, "stdout": ""}, env
         assert wait_cpu_idle(t["flood"], "0", 30) == "0"
         assert "tenant flood: back in the CPU's normal class" in s.logtext()
+        assert 'coil_serve_cpu_idle{tenant="flood"} 0' in scrape(s)
 
 
 def test_serve_demotes_a_tenant_whose_execution_runs_long():
@@ -1232,22 +1239,27 @@ def test_serve_sighup_reloads_the_config():
         assert "reload" in s.logtext()
 
 
+def scrape(s):
+    """The server's Prometheus text, from its --metrics socket."""
+    m = socket.socket(socket.AF_UNIX)
+    m.connect(s.metrics)
+    m.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+    text = b""
+    while True:
+        chunk = m.recv(65536)
+        if not chunk:
+            break
+        text += chunk
+    m.close()
+    return text.decode()
+
+
 def test_serve_metrics_and_failure_log():
     with Server([tenant("t1", UID_T1)], metrics=True) as s:
         with s.client("t1") as c:
             c.call(code="def handle(r):\n    return 1\n")
             c.call(code="def handle(r):\n    raise KeyError('k')\n")
-        m = socket.socket(socket.AF_UNIX)
-        m.connect(s.metrics)
-        m.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
-        text = b""
-        while True:
-            chunk = m.recv(65536)
-            if not chunk:
-                break
-            text += chunk
-        m.close()
-        text = text.decode()
+        text = scrape(s)
         # The warm-up call counts too.
         assert 'coil_serve_requests_total{tenant="t1",outcome="ok"} 2' in text, text
         assert 'coil_serve_requests_total{tenant="t1",outcome="Exception"} 1' in text
