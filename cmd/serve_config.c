@@ -72,6 +72,8 @@ static const struct jw_field cgroup_fields[] = {
     JW_BOOLEAN("cpu_idle", tenant_t, cgroup_cpu_idle),
     JW_INTEGER("demote_seconds", tenant_t, demote_seconds,
                JW_HAS(tenant_t, has_demote_seconds), 0, 86400, 0),
+    JW_INTEGER("demote_run_ms", tenant_t, demote_run_ms, JW_NO_OFF, 1,
+               3600000, 0),
 };
 static const struct jw_object cgroup_obj =
     JW_TABLE(tenant_t, cgroup_fields, NULL);
@@ -170,6 +172,8 @@ static void defaults(struct serve_config *c) {
       l->queue = 64;
     if (!c->tenants[i].has_demote_seconds)
       c->tenants[i].demote_seconds = 30;
+    if (!c->tenants[i].demote_run_ms)
+      c->tenants[i].demote_run_ms = 200;
   }
 }
 

@@ -32,6 +32,7 @@ struct serve_tenant_config {
   bool cgroup_cpu_idle;                  /* CPU only when others idle */
   int demote_seconds; /* idle class after a limit or a long run; 0: never */
   bool has_demote_seconds;
+  int demote_run_ms; /* what a long run is */
   bool has_cgroup;
   int recycle_requests, recycle_seconds; /* 0: never */
   bool has_recycle;

@@ -336,12 +336,11 @@ static long long now_ms(void) { return now_us() / 1000; }
 /* ---- the CPU class ----------------------------------------------------- */
 
 /* An execution that meets a limit (CPU, wall clock, memory, output) or
- * still runs DEMOTE_RUN_MS after it started puts its tenant's cgroup in the
- * CPU's idle class (cpu.idle) for cgroup.demote_seconds from then: its
- * floods then give way to every other tenant's calls, whose processes
- * would otherwise wait behind them whenever they wake on the CPU a flood
- * holds. A handler that answers in time never meets this. */
-#define DEMOTE_RUN_MS 200
+ * still runs cgroup.demote_run_ms after it started puts its tenant's
+ * cgroup in the CPU's idle class (cpu.idle) for cgroup.demote_seconds from
+ * then: its floods then give way to every other tenant's calls, whose
+ * processes would otherwise wait behind them whenever they wake on the CPU
+ * a flood holds. A handler that answers in time never meets this. */
 
 /* Under t->mu. */
 static void write_cpu_class(struct serve_tenant *t, struct serve_template *tm,
@@ -738,7 +737,8 @@ static void collect(int out_r, int job_s, size_t out_cap, bool early,
     if (s->demote_at && !s->ended && now_ms() >= s->demote_at) {
       s->demote_at = 0;
       char why[64];
-      snprintf(why, sizeof why, "an execution ran past %d ms", DEMOTE_RUN_MS);
+      snprintf(why, sizeof why, "an execution ran past %d ms",
+               s->t->cfg->demote_run_ms);
       demote(s->t, s->tm, why);
     }
   }
@@ -1017,7 +1017,7 @@ static void run_job(struct serve_tenant *t, enum serve_job_kind kind,
       s.deadline = now + lim->timeout_ms + GRACE_MS;
       s.hard = s.deadline + 5000;
       if (t->cfg->demote_seconds && !t->cfg->cgroup_cpu_idle)
-        s.demote_at = now + DEMOTE_RUN_MS;
+        s.demote_at = now + t->cfg->demote_run_ms;
       s.t = t;
       s.tm = tm;
       collect(out_r, job_s, (size_t)lim->output_bytes + 4096,

@@ -40,7 +40,8 @@ for k in test_cgroups.py test_blockio.py test_cgroup_v2.py test_devices.py \
   test_python_limit_memory test_python_attack_ \
   ::test_kill_all ::test_delete_force ::test_cgroup_namespace \
   ::test_pid_outside_the_cgroup ::test_cgroup_mount ::test_cgroup2_mount \
-  ::test_exec_joins_init_cgroups; do
+  ::test_exec_joins_init_cgroups ::test_serve_cpu_idle_tenant \
+  ::test_serve_demotes_; do
   ARGS+=(-k "$k")
 done
 # Extra arguments pick the tests instead (tests/vm/run.sh -- tests/vm/suite.sh
