@@ -34,6 +34,9 @@ if [ -z "${COIL_TEST_BLOCK_DEVICE:-}" ] || [ ! -b "$COIL_TEST_BLOCK_DEVICE" ]; t
   exit 1
 fi
 
+# Of the serve demotion tests only the one a limit triggers: the other is
+# timed for a CPU that runs a trivial execution well within 3 s, which an
+# emulated VM beside a busy host does not.
 ARGS=()
 for k in test_cgroups.py test_blockio.py test_cgroup_v2.py test_devices.py \
   test_manage.py test_events.py \
@@ -41,7 +44,7 @@ for k in test_cgroups.py test_blockio.py test_cgroup_v2.py test_devices.py \
   ::test_kill_all ::test_delete_force ::test_cgroup_namespace \
   ::test_pid_outside_the_cgroup ::test_cgroup_mount ::test_cgroup2_mount \
   ::test_exec_joins_init_cgroups ::test_serve_cpu_idle_tenant \
-  ::test_serve_demotes_; do
+  ::test_serve_demotes_a_tenant_at_a_limit; do
   ARGS+=(-k "$k")
 done
 # Extra arguments pick the tests instead (tests/vm/run.sh -- tests/vm/suite.sh
