@@ -31,7 +31,10 @@ done
 die() { echo "check-vm: $*" >&2; exit 1; }
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is missing (make deps)"
 BUSYBOX=/bin/busybox
-$BUSYBOX --list 2>/dev/null | grep -qx switch_root || die "$BUSYBOX (busybox-static) is missing"
+# grep reads the whole list: with -q it could exit first, and under pipefail
+# busybox's SIGPIPE would fail the check.
+$BUSYBOX --list 2>/dev/null | grep -x switch_root >/dev/null ||
+  die "$BUSYBOX (busybox-static) is missing"
 
 # Debian's newest installed kernel whose modules are on this machine.
 KVER=
