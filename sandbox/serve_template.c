@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "audit.h"
@@ -291,18 +292,25 @@ static void send_reply(int fd, int kind, int status, const char *digest,
 }
 
 /* ---- children ------------------------------------------------------------
- * Each child is cloned ahead of its request as the template's one *spare*:
- * PID 1 of a fresh PID namespace, it does everything that depends neither
- * on the request nor on the job's limits (a fresh /tmp where one is needed,
- * the parent-death signal, the privilege drop of runtime/privileges.c,
+ * Each child is cloned ahead of its request as one of the template's
+ * *spares*: PID 1 of a fresh PID namespace, it does everything that depends
+ * neither on the request nor on the job's limits (a fresh /tmp where one is
+ * needed, the parent-death signal, the privilege drop of runtime/privileges.c,
  * lockdown stage 2 with the job's steps still open), then waits for
  * exactly one job on a socket of its own. The job brings the cache slot of
  * its code, its limits and entry, and its output and request fds; the
  * child then applies signals, timer and RLIMIT_DATA and python_run_finish
  * (helpers, request, the job's steps closed, the audit hook's deny phase,
  * the handler). A spare forked before its job's code
- * was cached is not used: it is killed and a new one made. A child never
- * serves a second request. */
+ * was cached is not used for it. A child never serves a second request.
+ *
+ * The template keeps SPARES of them. The one handed a job is replaced
+ * once a child has ended, not at once: the clone and the new spare's
+ * preparation would otherwise take a CPU while the job runs and its exit
+ * and answer travel back (on a 2-CPU machine the answer's reader waited
+ * behind them), whereas after the child's end they overlap the client's
+ * own work between calls. Only a pool left with no spare for the newest
+ * code is refilled at once. */
 
 /* What the template sends a spare, with [out, request] as SCM_RIGHTS. */
 struct spare_job {
@@ -319,7 +327,31 @@ struct spare {
   bool learns;       /* reports when it has answered (learner, above) */
 };
 
-static struct spare spare = {.pidfd = -1, .sock = -1};
+/* Two: one takes the next job while the other's replacement waits for a
+ * child's end. While pages are learned, one (learner_done). */
+#define SPARES 2
+static struct spare spares[SPARES] = {
+    [0 ... SPARES - 1] = {.pidfd = -1, .sock = -1}};
+/* Running means (ms) of the template's quiet spells, from its last child's
+ * end to the next job, and of its clones: the pool is refilled at a
+ * child's end only where a clone fits the spell, or the next job would
+ * wait for it (calls back to back). Otherwise only an empty pool is
+ * refilled, at once. */
+static double quiet_ms, clone_ms;
+static double quiet_from; /* when the last child ended; 0: one is running */
+/* A template left alone this long fills its pool whatever the means say. */
+#define IDLE_FILL_MS 10
+/* A spare died before its job (it could not drop its privileges, say): no
+ * more are cloned ahead until the next job, which clones its own. */
+static bool spares_failing;
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static void mean_add(double *mean, double x) { *mean += (x - *mean) / 8; }
 
 static void __attribute__((noreturn))
 child_fail(int out, const char *type, const char *msg) {
@@ -434,24 +466,55 @@ spare_main(const struct serve_template_setup *s, int sock, bool learns) {
   python_run_finish(&c, &lock, &code->g, code->globals, 0);
 }
 
-static void spare_discard(void) {
-  if (spare.pid)
-    syscall(SYS_pidfd_send_signal, spare.pidfd, SIGKILL, NULL, 0);
-  if (spare.pidfd >= 0)
-    close(spare.pidfd);
-  if (spare.sock >= 0)
-    close(spare.sock);
-  spare = (struct spare){.pidfd = -1, .sock = -1};
+static void spare_discard(struct spare *sp) {
+  if (sp->pid)
+    syscall(SYS_pidfd_send_signal, sp->pidfd, SIGKILL, NULL, 0);
+  if (sp->pidfd >= 0)
+    close(sp->pidfd);
+  if (sp->sock >= 0)
+    close(sp->sock);
+  *sp = (struct spare){.pidfd = -1, .sock = -1};
 }
 
-/* A new spare; false when it cannot be made (the job fails, the next one
- * tries again). The one alive is reaped by reap() once killed. */
-static bool spare_fork(const struct serve_template_setup *s) {
-  spare_discard();
+static void spares_discard(void) {
+  for (size_t i = 0; i < SPARES; i++)
+    spare_discard(&spares[i]);
+}
+
+static size_t spares_alive(void) {
+  size_t n = 0;
+  for (size_t i = 0; i < SPARES; i++)
+    n += spares[i].pid != 0;
+  return n;
+}
+
+/* A spare that knows every code cached up to generation gen, or NULL. */
+static struct spare *spare_knowing(unsigned long gen) {
+  for (size_t i = 0; i < SPARES; i++)
+    if (spares[i].pid && spares[i].gen >= gen)
+      return &spares[i];
+  return NULL;
+}
+
+/* A new spare, in place of one that predates the newest code or in a free
+ * slot; NULL when there is no such slot or it cannot be made (a job then
+ * fails, the next one tries again). One killed is reaped by reap(). */
+static struct spare *spare_fork(const struct serve_template_setup *s) {
+  struct spare *sp = NULL;
+  for (size_t i = 0; i < SPARES && !sp; i++)
+    if (spares[i].pid && spares[i].gen < cache_gen)
+      sp = &spares[i];
+  for (size_t i = 0; i < SPARES && !sp; i++)
+    if (!spares[i].pid)
+      sp = &spares[i];
+  if (!sp)
+    return NULL;
+  spare_discard(sp);
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-    return false;
+    return NULL;
   bool learns = learning && !learner.pid;
+  double t0 = now_ms();
   PyOS_BeforeFork();
   unsigned long flags = CLONE_NEWPID | CLONE_PIDFD | SIGCHLD;
   if (own_mountns)
@@ -464,21 +527,40 @@ static bool spare_fork(const struct serve_template_setup *s) {
     spare_main(s, sv[1], learns);
   }
   PyOS_AfterFork_Parent();
+  mean_add(&clone_ms, now_ms() - t0);
   close(sv[1]);
   if (pid < 0) {
     close(sv[0]);
-    return false;
+    return NULL;
   }
-  spare = (struct spare){.pid = pid,
-                         .pidfd = pidfd,
-                         .sock = sv[0],
-                         .gen = cache_gen,
-                         .learns = learns};
-  return true;
+  *sp = (struct spare){.pid = pid,
+                       .pidfd = pidfd,
+                       .sock = sv[0],
+                       .gen = cache_gen,
+                       .learns = learns};
+  return sp;
 }
 
-/* Hands the job to the spare (a new one when the spare predates the
- * code); the child's pidfd, owned by the caller, or -1. */
+/* Whether the pool lacks a spare that knows every cached code: never while
+ * a learning child runs or spares are failing, and one spare in all is
+ * enough while pages are learned. */
+static bool spares_short(void) {
+  if (learner.pid || spares_failing)
+    return false;
+  size_t fresh = 0;
+  for (size_t i = 0; i < SPARES; i++)
+    fresh += spares[i].pid && spares[i].gen == cache_gen;
+  return fresh < (learning ? 1 : SPARES);
+}
+
+/* One clone per call: the template takes no job while it clones. */
+static void spares_fill(const struct serve_template_setup *s) {
+  if (spares_short())
+    spare_fork(s);
+}
+
+/* Hands the job to a spare that knows its code (a new one when none
+ * does); the child's pidfd, owned by the caller, or -1. */
 static int spawn(const struct serve_template_setup *s,
                  const struct serve_job *j, const char *entry,
                  const struct cached *g, const int *fds) {
@@ -487,7 +569,8 @@ static int spawn(const struct serve_template_setup *s,
     slot++;
   if (slot == MAX_CHILDREN)
     return -1;
-  if ((!spare.pid || g->gen > spare.gen) && !spare_fork(s))
+  struct spare *sp = spare_knowing(g->gen);
+  if (!sp && !(sp = spare_fork(s)))
     return -1;
   struct spare_job sj = {.slot = (uint32_t)(g - cache),
                          .timeout_ms = j->timeout_ms,
@@ -497,22 +580,21 @@ static int spawn(const struct serve_template_setup *s,
   int pass[2] = {fds[SERVE_FD_OUT], fds[SERVE_FD_REQUEST]};
   /* A spare that died waiting (it could not drop its privileges) has
    * closed its end: the job fails as a child that cannot start. */
-  if (fdpass_send(spare.sock, &sj, sizeof sj, pass, 2, 0) < 0) {
-    spare_discard();
+  if (fdpass_send(sp->sock, &sj, sizeof sj, pass, 2, 0) < 0) {
+    spare_discard(sp);
     return -1;
   }
-  children[slot] =
-      (struct child){.pid = spare.pid, .job_fd = fds[SERVE_FD_JOB]};
-  if (spare.learns) {
-    learner.pid = spare.pid;
-    learner.sock = spare.sock;
-    spare.sock = -1;
+  children[slot] = (struct child){.pid = sp->pid, .job_fd = fds[SERVE_FD_JOB]};
+  if (sp->learns) {
+    learner.pid = sp->pid;
+    learner.sock = sp->sock;
+    sp->sock = -1;
     learners++;
   }
-  int pidfd = spare.pidfd;
-  spare.pidfd = -1;
-  spare.pid = 0;
-  spare_discard();
+  int pidfd = sp->pidfd;
+  sp->pidfd = -1;
+  sp->pid = 0;
+  spare_discard(sp);
   return pidfd;
 }
 
@@ -523,8 +605,11 @@ static void reap(void) {
     pid_t pid = wait4(-1, &status, WNOHANG, &ru);
     if (pid <= 0)
       return;
-    if (pid == spare.pid)
-      spare_discard();
+    for (size_t i = 0; i < SPARES; i++)
+      if (pid == spares[i].pid) {
+        spare_discard(&spares[i]);
+        spares_failing = true;
+      }
     for (size_t i = 0; i < MAX_CHILDREN; i++) {
       if (children[i].pid != pid)
         continue;
@@ -552,7 +637,7 @@ static size_t live_children(void) {
 static void learner_done(const struct serve_template_setup *s,
                          bool open_channel) {
   char b;
-  if (read(learner.sock, &b, 1) == 1 && !spare.pid)
+  if (read(learner.sock, &b, 1) == 1 && !spares_alive())
     log_debug("serve template: %ld pages children write", prefault_learn());
   close(learner.sock);
   learner.pid = 0;
@@ -560,8 +645,8 @@ static void learner_done(const struct serve_template_setup *s,
     learning = false;
     prefault_close();
   }
-  if (open_channel && !spare.pid)
-    spare_fork(s);
+  if (open_channel)
+    spares_fill(s);
 }
 
 /* One job from the server; false when the channel is closed. */
@@ -574,6 +659,13 @@ static bool serve_one(const struct serve_template_setup *s) {
     return false;
   if (n < 0)
     return true;
+  spares_failing = false;
+  if (quiet_from > 0) {
+    /* A spell of minutes counts as a long one, not as hundreds. */
+    double spell = now_ms() - quiet_from;
+    mean_add(&quiet_ms, spell < 4 * clone_ms ? spell : 4 * clone_ms);
+    quiet_from = 0;
+  }
   if (n != (ssize_t)sizeof j || nfds != SERVE_JOB_FDS ||
       j.code_len > PY_CODE_READ_MAX || j.entry_len > 255)
     die("channel", "malformed job");
@@ -619,9 +711,10 @@ static bool serve_one(const struct serve_template_setup *s) {
   for (int i = 0; i < SERVE_JOB_FDS; i++)
     if (i != SERVE_FD_JOB || !kept)
       close(fds[i]);
-  /* The next job's child, made while this one runs, unless it would
-   * share the pages a learning child is writing. */
-  if (kept && !learner.pid)
+  /* The next job's child, made while this one runs when no other spare
+   * is left, unless it would share the pages a learning child is writing;
+   * otherwise once a child has ended (SPARES). */
+  if (kept && !learner.pid && !spare_knowing(cache_gen))
     spare_fork(s);
   return true;
 }
@@ -694,8 +787,12 @@ static void serve_template_main(void *arg, int start_conn) {
         {.fd = sfd, .events = POLLIN},
         {.fd = open_channel ? CTRL_FD : -1, .events = POLLIN},
         {.fd = learner.pid ? learner.sock : -1, .events = POLLIN}};
-    if (poll(p, 3, -1) < 0 && errno != EINTR)
+    bool idle = open_channel && !live_children() && spares_short();
+    int ready = poll(p, 3, idle ? IDLE_FILL_MS : -1);
+    if (ready < 0 && errno != EINTR)
       die("poll", strerror(errno));
+    if (ready == 0)
+      spares_fill(s);
     if (p[2].revents)
       learner_done(s, open_channel);
     if (p[0].revents) {
@@ -703,9 +800,14 @@ static void serve_template_main(void *arg, int start_conn) {
       while (read(sfd, &si, sizeof si) > 0)
         ;
       reap();
+      if (open_channel && !live_children()) {
+        quiet_from = now_ms();
+        if (quiet_ms > 2 * clone_ms)
+          spares_fill(s);
+      }
     }
     if (open_channel && p[1].revents && !(open_channel = serve_one(s)))
-      spare_discard();
+      spares_discard();
   }
   _exit(0);
 }

@@ -429,8 +429,10 @@ class Serve:
             self.code = f.read()
         with open(REQUEST) as f:
             self.request = json.load(f)
+        # Five warm-up calls: the template learns its pages from the first
+        # four children (docs/serve.md) and keeps one spare until then.
         with self.client() as c:
-            for _ in range(3):
+            for _ in range(5):
                 self.check(c.call(code=self.code, request=self.request))
 
     def client(self):
@@ -594,20 +596,22 @@ class Serve:
         return None
 
     def idle_memory(self):
-        """The idle tenant: its template and the spare child it keeps
-        cloned ahead of the next request (PSS and private memory add up;
-        RSS would count their shared pages twice)."""
+        """The idle tenant: its template and the two spare children it
+        keeps cloned ahead of the next requests (PSS and private memory add
+        up; RSS would count their shared pages twice)."""
         pid = self.template_pid()
-        # The last execution's child may still be exiting after its answer:
-        # wait until only the spare is left.
+        # The last execution's child may still be exiting after its answer,
+        # and a template left alone fills its pool within 10 ms: wait until
+        # the two spares are all there is.
         deadline = time.time() + 5
+        time.sleep(0.1)
         while True:
             try:
                 with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
                     kids = [int(p) for p in f.read().split()]
             except OSError:
                 kids = []
-            if len(kids) <= 1 or time.time() > deadline:
+            if len(kids) <= 2 or time.time() > deadline:
                 break
             time.sleep(0.01)
         pids = [pid] + kids
@@ -625,7 +629,7 @@ class Serve:
                 pass
         self.cg = self.memory_cgroup(pid)
         self.lines.append(
-            "idle tenant (template %d + %d spare): PSS %.1f MB, private "
+            "idle tenant (template %d + %d spares): PSS %.1f MB, private "
             "dirty %.1f MB (template RSS %.1f MB)" % (
                 pid, counted - 1, kb["Pss"] / 1024,
                 kb["Private_Dirty"] / 1024, self.template_rss(pid) / 1024))

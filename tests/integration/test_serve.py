@@ -39,7 +39,7 @@ class Server:
     """A coil serve for one test, stopped (SIGTERM) when the with ends."""
 
     def __init__(self, tenants, env=None, metrics=False, binary=None,
-                 preexec=None, debug=False, **top):
+                 preexec=None, debug=False, warm=True, **top):
         self.binary = binary or harness.COIL
         self.preexec = preexec
         self.dir = harness.tmpdir()
@@ -54,6 +54,7 @@ class Server:
         self.logpath = os.path.join(self.dir, "serve.log")
         self.env = env
         self.debug = debug
+        self.warm = warm
         self.tenants = [t["name"] for t in tenants]
 
     def __enter__(self):
@@ -77,7 +78,7 @@ class Server:
                 assert time.time() < deadline, "no socket: %s" % self.logtext()
                 time.sleep(0.02)
             # Warm: each tenant's template answers once.
-            for t in self.tenants:
+            for t in self.tenants if self.warm else []:
                 with self.client(t) as c:
                     env = c.call(code="def handle(r):\n    return 1\n")
                     assert env.get("ok"), (env, self.logtext())
@@ -310,6 +311,81 @@ def test_serve_template_learns_the_pages_children_write():
     # The server's warm-up call is the first of the four.
     assert len(learned) == 4, log
     assert 0 < learned[0] <= learned[-1] <= 1024, learned
+
+
+def spares_of(tpid, want, seconds=10):
+    """The template's children once exactly want of them are left (the
+    last execution's child may still be exiting), or what is left."""
+    end = time.time() + seconds
+    kids = children(tpid)
+    while len(kids) != want and time.time() < end:
+        time.sleep(0.01)
+        kids = children(tpid)
+    return kids
+
+
+def test_serve_template_keeps_two_spares_and_renews_them_for_new_code():
+    """Left alone, a template holds two spares ready; a call takes one of
+    them and the other stays; code gated since they were cloned makes the
+    template replace both."""
+    code = "def handle(r):\n    return r\n"
+    with Server([tenant("t1", UID_T1)]) as s:
+        with s.client("t1") as c:
+            # Past the four learning children, which run with one spare.
+            for i in range(6):
+                assert c.call(code=code, request=i)["result"] == i
+            tpid = s.templates()["t1"]
+            before = spares_of(tpid, 2)
+            assert len(before) == 2, before
+            assert c.call(code=code, request=7)["result"] == 7
+            # The child that answered may be listed until it is reaped.
+            end = time.time() + 10
+            after = spares_of(tpid, 2)
+            while set(after) == set(before) and time.time() < end:
+                time.sleep(0.01)
+                after = spares_of(tpid, 2)
+            assert len(after) == 2 and len(set(before) & set(after)) == 1, \
+                (before, after)
+            assert c.register("other", "def handle(r):\n    return 0\n")["ok"]
+            end = time.time() + 10
+            renewed = spares_of(tpid, 2)
+            while set(renewed) & set(after) and time.time() < end:
+                time.sleep(0.01)
+                renewed = spares_of(tpid, 2)
+            assert len(renewed) == 2 and not set(renewed) & set(after), \
+                (after, renewed)
+            assert c.call(handler="other")["result"] == 0
+
+
+def ns_last_pid(pid):
+    """The last pid handed out in pid's PID namespace: it grows with every
+    process cloned there."""
+    r = subprocess.run(["nsenter", "-t", str(pid), "-p", "cat",
+                        "/proc/sys/kernel/ns_last_pid"],
+                       capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0, r.stderr
+    return int(r.stdout)
+
+
+def test_serve_spare_that_cannot_start_is_not_cloned_again_until_a_job():
+    """A spare that dies before its job (here: the bundle asks for more
+    open files than the kernel allows) fails that job with a one-line
+    error; the template then clones no more spares while it waits."""
+    def edit(cfg):
+        cfg["process"]["rlimits"] = [
+            {"type": "RLIMIT_NOFILE", "hard": 1 << 30, "soft": 1 << 30}]
+    bundle = harness.python_bundle(edit=edit)
+    with Server([tenant("t1", UID_T1, bundle=bundle)], warm=False) as s:
+        with s.client("t1") as c:
+            env = c.call(code="def handle(r):\n    return 1\n")
+        assert env["ok"] is False, env
+        assert env["error"]["type"] == "Exception", env
+        tpid = s.templates()["t1"]
+        time.sleep(0.1)
+        first = ns_last_pid(tpid)
+        time.sleep(0.5)
+        # The two nsenter processes are the only ones cloned in between.
+        assert ns_last_pid(tpid) - first <= 2, first
 
 
 def test_serve_template_and_children_are_not_dumpable():
