@@ -322,9 +322,10 @@ struct spare_job {
 struct spare {
   pid_t pid; /* 0: none */
   int pidfd;
-  int sock;          /* the template's end of the job socket */
-  unsigned long gen; /* cache generation at fork: slots up to it are known */
-  bool learns;       /* reports when it has answered (learner, above) */
+  int sock;           /* the template's end of the job socket */
+  unsigned long gen;  /* cache generation at fork: slots up to it are known */
+  bool learns;        /* reports when it has answered (learner, above) */
+  unsigned long born; /* clones before it: the oldest is the readiest */
 };
 
 /* Two: one takes the next job while the other's replacement waits for a
@@ -339,6 +340,7 @@ static struct spare spares[SPARES] = {
  * refilled, at once. */
 static double quiet_ms, clone_ms;
 static double quiet_from; /* when the last child ended; 0: one is running */
+static unsigned long clones;
 /* A template left alone this long fills its pool whatever the means say. */
 #define IDLE_FILL_MS 10
 /* A spare died before its job (it could not drop its privileges, say): no
@@ -488,12 +490,15 @@ static size_t spares_alive(void) {
   return n;
 }
 
-/* A spare that knows every code cached up to generation gen, or NULL. */
+/* The oldest spare that knows every code cached up to generation gen, or
+ * NULL: a newer one may still be preparing. */
 static struct spare *spare_knowing(unsigned long gen) {
+  struct spare *best = NULL;
   for (size_t i = 0; i < SPARES; i++)
-    if (spares[i].pid && spares[i].gen >= gen)
-      return &spares[i];
-  return NULL;
+    if (spares[i].pid && spares[i].gen >= gen &&
+        (!best || spares[i].born < best->born))
+      best = &spares[i];
+  return best;
 }
 
 /* A new spare, in place of one that predates the newest code or in a free
@@ -537,7 +542,8 @@ static struct spare *spare_fork(const struct serve_template_setup *s) {
                        .pidfd = pidfd,
                        .sock = sv[0],
                        .gen = cache_gen,
-                       .learns = learns};
+                       .learns = learns,
+                       .born = clones++};
   return sp;
 }
 

@@ -331,9 +331,12 @@ def test_serve_template_keeps_two_spares_and_renews_them_for_new_code():
     code = "def handle(r):\n    return r\n"
     with Server([tenant("t1", UID_T1)]) as s:
         with s.client("t1") as c:
-            # Past the four learning children, which run with one spare.
+            # Past the four learning children, which run with one spare
+            # and one at a time (a call while one runs is not learned
+            # from).
             for i in range(6):
                 assert c.call(code=code, request=i)["result"] == i
+                time.sleep(0.05)
             tpid = s.templates()["t1"]
             before = spares_of(tpid, 2)
             assert len(before) == 2, before
