@@ -347,6 +347,7 @@ static unsigned long clones;
  * more are cloned ahead until the next job, which clones its own. */
 static bool spares_failing;
 
+/* Fractional: a clone takes a fraction of deadline_now_ms()'s unit. */
 static double now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
